@@ -1,0 +1,45 @@
+#include "phi/core/flags.h"
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <glog/logging.h>
+
+DEFINE_bool(comm_blocking_wait, false,
+            "Task::Wait blocks the host until the op completes or its deadline passes");
+DEFINE_bool(nccl_blocking_wait, false, "NCCL name of comm_blocking_wait; either enables it");
+DEFINE_bool(enable_async_trace, true, "Record every collective in the flight recorder");
+DEFINE_int32(async_trace_count, 256, "Ops kept per group in the flight recorder");
+DEFINE_bool(eager_communication_connection, false,
+            "Create communicators when a process group is constructed");
+DEFINE_bool(benchmark, false, "Synchronize after each collective");
+DEFINE_int32(default_group_timeout_s, 1800, "Default process-group timeout in seconds");
+DEFINE_int32(max_pending_stream_frees, 4096,
+             "Deferred frees kept before the allocator waits on the oldest");
+
+namespace phi {
+
+int SetFlagsFromEnv() {
+  std::vector<gflags::CommandLineFlagInfo> flags;
+  gflags::GetAllFlags(&flags);
+  int n = 0;
+  for (const auto& f : flags) {
+    const char* v = std::getenv(("FLAGS_" + f.name).c_str());
+    if (v == nullptr) continue;
+    if (gflags::SetCommandLineOption(f.name.c_str(), v).empty()) {
+      LOG(WARNING) << "ignoring FLAGS_" << f.name << "=" << v << ": not a valid "
+                   << f.type;
+    } else {
+      ++n;
+    }
+  }
+  return n;
+}
+
+namespace {
+// Flags defined above are registered by the time this initializer runs (same TU, in order).
+const int kFlagsFromEnv = SetFlagsFromEnv();
+}  // namespace
+
+}  // namespace phi

@@ -1,0 +1,28 @@
+// Runtime flags. Each is a gflags flag and can also be set as an environment variable
+// FLAGS_<name> (read once, when the library is loaded; a command-line value parsed later
+// by the program still wins).
+#pragma once
+
+#include <gflags/gflags.h>
+
+// Host blocks in Task::Wait until the op finished (or its deadline passed). CPU ops always
+// block the host, because the CPU calc stream is the host thread.
+DECLARE_bool(comm_blocking_wait);
+DECLARE_bool(nccl_blocking_wait);
+// Keep the last async_trace_count ops of each group in the flight recorder.
+DECLARE_bool(enable_async_trace);
+DECLARE_int32(async_trace_count);
+// Create communicators when the group is built, not at the first collective.
+DECLARE_bool(eager_communication_connection);
+// Synchronize after every collective (debugging, benchmarks).
+DECLARE_bool(benchmark);
+// Default timeout of a process group, in seconds.
+DECLARE_int32(default_group_timeout_s);
+// Bound on allocations whose free waits for a stream; past it the oldest are waited for.
+DECLARE_int32(max_pending_stream_frees);
+
+namespace phi {
+// Re-reads FLAGS_<name> environment variables for every registered flag (including flags
+// that other libraries registered). Returns the number of flags set.
+int SetFlagsFromEnv();
+}  // namespace phi

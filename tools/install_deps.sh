@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency from Debian packages. Idempotent: when
+# everything is present it only checks (dpkg-query) and returns in well under a second.
+set -euo pipefail
+
+PKGS=(
+  g++ cmake make pkg-config
+  libgoogle-glog-dev libgflags-dev libeigen3-dev
+  libgtest-dev libgmock-dev
+  libgloo-dev
+  libopenmpi-dev openmpi-bin
+  clang libclang-rt-14-dev   # libFuzzer for the store's wire-parser fuzzer
+  gnuplot-nox                # comm_bench's PNG plot
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "install_deps: installing ${missing[*]}"
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "install_deps: all ${#PKGS[@]} packages present"
+fi
+
+# The CUDA toolkit (with NCCL) is not a Debian package here; it is used when present.
+if [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  echo "install_deps: CUDA toolkit found at /usr/local/cuda (GPU code paths will compile)"
+else
+  echo "install_deps: no CUDA toolkit; building CPU-only"
+fi
