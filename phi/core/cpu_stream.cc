@@ -1,0 +1,157 @@
+#include "phi/core/cpu_stream.h"
+
+#include <glog/logging.h>
+
+#include "phi/core/errors.h"
+
+namespace phi {
+
+// ------------------------------------------------------------------ CpuEvent
+void CpuEvent::Record(Stream* stream) {
+  if (stream->IsHostStream()) {  // host work is done when recorded
+    progress_.reset();
+    return;
+  }
+  auto* worker = dynamic_cast<CpuWorkerStream*>(stream);
+  PADDLE_ENFORCE_NOT_NULL(worker, errors::InvalidArgument(
+                                      "CpuEvent can only be recorded on a CPU stream, got %s",
+                                      stream->DebugString().c_str()));
+  progress_ = worker->progress_;
+  std::lock_guard<std::mutex> lk(progress_->mu);
+  ticket_ = progress_->submitted;
+  stream_name_ = worker->DebugString();
+}
+
+bool CpuEvent::Query() const {
+  if (!progress_) return true;
+  std::lock_guard<std::mutex> lk(progress_->mu);
+  return progress_->completed >= ticket_;
+}
+
+void CpuEvent::Synchronize(std::chrono::milliseconds timeout) const {
+  if (!progress_) return;
+  std::unique_lock<std::mutex> lk(progress_->mu);
+  bool done = progress_->cv.wait_for(lk, timeout,
+                                     [&] { return progress_->completed >= ticket_; });
+  if (!done) {
+    PADDLE_THROW(errors::Timeout(
+        "Event on %s did not complete within %lld ms (waiting for job %llu, completed %llu).",
+        stream_name_.c_str(), static_cast<long long>(timeout.count()),
+        static_cast<unsigned long long>(ticket_),
+        static_cast<unsigned long long>(progress_->completed)));
+  }
+}
+
+// ------------------------------------------------------------------ CpuHostStream
+void CpuHostStream::WaitEvent(const Event& event) {
+  // The host stream is the host: waiting means blocking. No deadline here on purpose;
+  // callers with a deadline (Task::Wait) call Event::Synchronize themselves.
+  event.Synchronize(std::chrono::hours(24 * 365));
+}
+
+std::unique_ptr<Event> CpuHostStream::CreateEvent() const { return std::make_unique<CpuEvent>(); }
+
+// ------------------------------------------------------------------ CpuWorkerStream
+CpuWorkerStream::CpuWorkerStream(std::string name)
+    : name_(std::move(name)), progress_(std::make_shared<CpuStreamProgress>()) {
+  worker_ = std::thread([this] { Loop(); });
+}
+
+CpuWorkerStream::~CpuWorkerStream() {
+  {
+    std::lock_guard<std::mutex> lk(progress_->mu);
+    stop_ = true;
+  }
+  progress_->cv.notify_all();
+  worker_.join();
+}
+
+void CpuWorkerStream::RunJob(const std::function<void()>& fn, const std::string& name) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    LOG(ERROR) << name << ": job raised and nobody caught it: " << e.what();
+  }
+}
+
+void CpuWorkerStream::Launch(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lk(progress_->mu);
+    queue_.push_back(Job{++progress_->submitted, std::move(fn)});
+  }
+  progress_->cv.notify_all();
+}
+
+void CpuWorkerStream::LaunchPreferInline(std::function<void()> fn) {
+  uint64_t seq;
+  {
+    std::lock_guard<std::mutex> lk(progress_->mu);
+    bool idle = queue_.empty() && progress_->completed == progress_->submitted &&
+                !inline_running_;
+    if (!idle) {
+      queue_.push_back(Job{++progress_->submitted, std::move(fn)});
+      progress_->cv.notify_all();
+      return;
+    }
+    // Claim the stream: jobs submitted meanwhile queue behind this one, and the worker
+    // does not start them until it is done (in-order semantics hold).
+    seq = ++progress_->submitted;
+    inline_running_ = true;
+  }
+  RunJob(fn, name_);
+  {
+    std::lock_guard<std::mutex> lk(progress_->mu);
+    progress_->completed = seq;
+    inline_running_ = false;
+  }
+  progress_->cv.notify_all();
+}
+
+void CpuWorkerStream::Loop() {
+  std::unique_lock<std::mutex> lk(progress_->mu);
+  while (true) {
+    progress_->cv.wait(lk, [&] { return (!queue_.empty() && !inline_running_) ||
+                                        (stop_ && queue_.empty()); });
+    if (queue_.empty()) return;  // stop_ and drained
+    Job job = std::move(queue_.front());
+    queue_.pop_front();
+    lk.unlock();
+    RunJob(job.fn, name_);
+    job.fn = nullptr;  // release captures before reporting completion
+    lk.lock();
+    progress_->completed = job.seq;
+    progress_->cv.notify_all();
+  }
+}
+
+void CpuWorkerStream::WaitEvent(const Event& event) {
+  // The worker blocks on the event; the host returns at once. Events are immutable once
+  // recorded from the waiter's point of view, so copy what we need.
+  auto* cpu_event = dynamic_cast<const CpuEvent*>(&event);
+  PADDLE_ENFORCE_NOT_NULL(cpu_event, errors::InvalidArgument(
+                                         "%s can only wait on a CpuEvent", name_.c_str()));
+  if (cpu_event->Query()) return;  // already passed: nothing to order
+  auto copy = std::make_shared<CpuEvent>(*cpu_event);
+  Launch([copy] { copy->Synchronize(std::chrono::hours(24 * 365)); });
+}
+
+bool CpuWorkerStream::Query() const {
+  std::lock_guard<std::mutex> lk(progress_->mu);
+  return progress_->completed == progress_->submitted;
+}
+
+void CpuWorkerStream::Synchronize(std::chrono::milliseconds timeout) const {
+  CpuEvent e;
+  e.Record(const_cast<CpuWorkerStream*>(this));
+  e.Synchronize(timeout);
+}
+
+std::unique_ptr<Event> CpuWorkerStream::CreateEvent() const {
+  return std::make_unique<CpuEvent>();
+}
+
+std::string CpuWorkerStream::DebugString() const {
+  return "CpuWorkerStream(" + name_ + ", id " + std::to_string(id()) + ")";
+}
+
+}  // namespace phi

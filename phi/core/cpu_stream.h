@@ -1,0 +1,82 @@
+// CPU streams: the host stream (work runs on the calling thread) and the worker stream
+// (an in-order worker thread), with the events they record.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "phi/core/stream.h"
+
+namespace phi {
+
+// Progress counters shared by a CPU stream and the events recorded on it. Events hold a
+// shared_ptr, so an event outlives its stream safely (a destroyed stream has drained).
+struct CpuStreamProgress {
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t submitted = 0;  // sequence number of the last job submitted
+  uint64_t completed = 0;  // sequence number of the last job finished (in order)
+};
+
+class CpuEvent : public Event {
+ public:
+  void Record(Stream* stream) override;
+  bool Query() const override;
+  void Synchronize(std::chrono::milliseconds timeout) const override;
+
+ private:
+  std::shared_ptr<CpuStreamProgress> progress_;  // null: never recorded, or host stream
+  uint64_t ticket_ = 0;
+  std::string stream_name_;
+};
+
+// The calc stream of the CPU: the calling thread. Its work is done when Launch returns,
+// so its events are complete at once; WaitEvent blocks the host (it is the host).
+class CpuHostStream : public Stream {
+ public:
+  Place place() const override { return CPUPlace(); }
+  bool IsHostStream() const override { return true; }
+  void Launch(std::function<void()> fn) override { fn(); }
+  void WaitEvent(const Event& event) override;
+  bool Query() const override { return true; }
+  void Synchronize(std::chrono::milliseconds) const override {}
+  std::unique_ptr<Event> CreateEvent() const override;
+};
+
+// An in-order worker thread. A job that throws is logged and the stream goes on: callers
+// that care (the collective engine) catch inside their jobs and keep the error.
+class CpuWorkerStream : public Stream {
+ public:
+  explicit CpuWorkerStream(std::string name = "cpu-worker");
+  ~CpuWorkerStream() override;  // drains submitted work, then joins
+
+  Place place() const override { return CPUPlace(); }
+  void Launch(std::function<void()> fn) override;
+  void LaunchPreferInline(std::function<void()> fn) override;
+  void WaitEvent(const Event& event) override;
+  bool Query() const override;
+  void Synchronize(std::chrono::milliseconds timeout) const override;
+  std::unique_ptr<Event> CreateEvent() const override;
+  std::string DebugString() const override;
+
+ private:
+  friend class CpuEvent;
+  struct Job {
+    uint64_t seq;
+    std::function<void()> fn;
+  };
+  void Loop();
+  static void RunJob(const std::function<void()>& fn, const std::string& name);
+
+  std::string name_;
+  std::shared_ptr<CpuStreamProgress> progress_;
+  std::deque<Job> queue_;       // guarded by progress_->mu
+  bool inline_running_ = false;  // a LaunchPreferInline job runs on a caller thread
+  bool stop_ = false;
+  std::thread worker_;
+};
+
+}  // namespace phi
