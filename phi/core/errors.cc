@@ -36,13 +36,8 @@ std::string Format(const char* fmt, ...) {
 }  // namespace detail
 }  // namespace errors
 
-void ThrowError(const ErrorSummary& summary, const std::string& hint, const char* file,
-                int line) {
-  const char* base = std::strrchr(file, '/');
-  std::string msg = std::string(ErrorCodeName(summary.code)) + "Error: " + summary.message;
-  if (!hint.empty()) msg += "\n  [Hint: " + hint + "]";
-  msg += " (at " + std::string(base ? base + 1 : file) + ":" + std::to_string(line) + ")";
-  switch (summary.code) {
+[[noreturn]] static void ThrowCode(ErrorCode code, const std::string& msg) {
+  switch (code) {
     case ErrorCode::kInvalidArgument: throw InvalidArgumentError(msg);
     case ErrorCode::kOutOfRange: throw OutOfRangeError(msg);
     case ErrorCode::kPreconditionNotMet: throw PreconditionNotMetError(msg);
@@ -52,7 +47,28 @@ void ThrowError(const ErrorSummary& summary, const std::string& hint, const char
     case ErrorCode::kUnimplemented: throw UnimplementedError(msg);
     case ErrorCode::kNotFound: throw NotFoundError(msg);
   }
-  throw EnforceNotMet(summary.code, msg);
+  throw EnforceNotMet(code, msg);
+}
+
+void ThrowError(const ErrorSummary& summary, const std::string& hint, const char* file,
+                int line) {
+  const char* base = std::strrchr(file, '/');
+  std::string msg = std::string(ErrorCodeName(summary.code)) + "Error: " + summary.message;
+  if (!hint.empty()) msg += "\n  [Hint: " + hint + "]";
+  msg += " (at " + std::string(base ? base + 1 : file) + ":" + std::to_string(line) + ")";
+  ThrowCode(summary.code, msg);
+}
+
+void RethrowWithContext(std::exception_ptr error, const std::string& context) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const EnforceNotMet& e) {
+    ThrowCode(e.code(), context + ": " + e.what());
+  } catch (const std::exception& e) {
+    throw ExternalError("ExternalError: " + context + ": " + e.what());
+  } catch (...) {
+    throw ExternalError("ExternalError: " + context + ": unknown exception");
+  }
 }
 
 }  // namespace phi

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdio>
+#include <exception>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -64,6 +65,11 @@ struct ErrorSummary {
 // Throws the exception type that matches summary.code, message extended with `where`.
 [[noreturn]] void ThrowError(const ErrorSummary& summary, const std::string& hint,
                              const char* file, int line);
+
+// Rethrows `error` as the same typed error with `context` before its message; an exception
+// that is not a phi error becomes ExternalError. Used where an engine failure surfaces to
+// the caller (Task::Wait) so the message names the group, op and sequence number.
+[[noreturn]] void RethrowWithContext(std::exception_ptr error, const std::string& context);
 
 namespace errors {
 namespace detail {

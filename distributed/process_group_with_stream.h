@@ -1,0 +1,121 @@
+// The stream-collective engine, written once for every backend.
+//
+// Each op: validate -> get the group's CommContext -> order the comm stream after the calc
+// stream -> create the Task (rank, op, sequence number, sync_op, use_calc_stream) -> issue
+// the engine's primitive on the stream -> record the task's end event and each tensor's
+// allocation as used by that stream -> Wait when sync_op. Gather, Scatter, AllToAll and
+// Barrier are built here from the primitives. A backend (ProcessGroupGloo,
+// ProcessGroupNCCL) only says how to create its CommContext and what its places are.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "distributed/process_group.h"
+#include "phi/core/distributed/comm_context.h"
+#include "phi/core/distributed/store/store.h"
+
+namespace paddle_like {
+namespace distributed {
+
+class FlightRecorder;
+struct OpDesc;
+struct TaskState;
+struct CoalescingState;
+
+class ProcessGroupWithStream : public ProcessGroup {
+ public:
+  ProcessGroupWithStream(std::shared_ptr<phi::distributed::Store> store, int rank, int size,
+                         int gid, std::chrono::milliseconds timeout);
+  ~ProcessGroupWithStream() override;
+
+  phi::DeviceContext* GetDeviceContext(const phi::Place& place,
+                                       bool use_calc_stream = false) const override;
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  // Sequence number of the last op issued by this group.
+  uint64_t seq() const;
+  // The flight recorder's view of this group's last ops, one per line.
+  std::string DumpRecentOps() const;
+
+  using ProcessGroup::AllGather;
+  using ProcessGroup::AllReduce;
+  using ProcessGroup::AllToAll;
+  using ProcessGroup::Broadcast;
+  using ProcessGroup::Gather;
+  using ProcessGroup::Recv;
+  using ProcessGroup::Reduce;
+  using ProcessGroup::ReduceScatter;
+  using ProcessGroup::Scatter;
+  using ProcessGroup::Send;
+
+  TaskPtr AllReduce(DenseTensor* out, const DenseTensor& in, const AllreduceOptions& opts,
+                    bool sync_op, bool use_calc_stream) override;
+  TaskPtr Broadcast(DenseTensor* out, const DenseTensor& in, const BroadcastOptions& opts,
+                    bool sync_op, bool use_calc_stream) override;
+  TaskPtr Reduce(DenseTensor* out, const DenseTensor& in, const ReduceOptions& opts,
+                 bool sync_op, bool use_calc_stream) override;
+  TaskPtr AllGather(DenseTensor* out, const DenseTensor& in, int64_t offset, int64_t numel,
+                    bool sync_op, bool use_calc_stream) override;
+  TaskPtr ReduceScatter(DenseTensor* out, const DenseTensor& in,
+                        const ReduceScatterOptions& opts, bool sync_op,
+                        bool use_calc_stream) override;
+  TaskPtr Scatter(DenseTensor* out, const DenseTensor& in, const ScatterOptions& opts,
+                  bool sync_op, bool use_calc_stream) override;
+  TaskPtr Gather(DenseTensor* out, const DenseTensor& in, const GatherOptions& opts,
+                 bool sync_op, bool use_calc_stream) override;
+  TaskPtr Gather(std::vector<DenseTensor>* outs, const DenseTensor& in,
+                 const GatherOptions& opts, bool sync_op, bool use_calc_stream) override;
+  TaskPtr AllToAll(DenseTensor* out, const DenseTensor& in,
+                   const std::vector<int64_t>& out_split_sizes,
+                   const std::vector<int64_t>& in_split_sizes, bool sync_op,
+                   bool use_calc_stream) override;
+  TaskPtr AllToAll(std::vector<DenseTensor>* outs, const std::vector<DenseTensor>& ins,
+                   bool sync_op, bool use_calc_stream) override;
+  TaskPtr Send(const DenseTensor& tensor, int dst_rank, int64_t offset, int64_t numel,
+               bool sync_op, bool use_calc_stream, const P2POptions& opts = {}) override;
+  TaskPtr Recv(DenseTensor* tensor, int src_rank, int64_t offset, int64_t numel, bool sync_op,
+               bool use_calc_stream, const P2POptions& opts = {}) override;
+  TaskPtr Barrier(const BarrierOptions& opts = BarrierOptions()) override;
+
+  void StartCoalescing() override;
+  TaskPtr EndCoalescing() override;
+
+ protected:
+  // ---- what a backend provides.
+  // The group's communicator on `place`, created on first use through store().
+  virtual phi::distributed::CommContext* GetOrCreateCommContext(const phi::Place& place) = 0;
+  // Raises InvalidArgument when the backend cannot run on `place`.
+  virtual void CheckPlace(const phi::Place& place) const = 0;
+  // Where a barrier's one-element all-reduce runs.
+  virtual phi::Place BarrierPlace(const BarrierOptions& opts) const = 0;
+  // Whether Task::Wait blocks the host on a device stream (FLAGS_comm_blocking_wait, plus
+  // the backend's own flag). CPU calc streams always block: they are the host.
+  virtual bool BlockingWait() const;
+
+  const std::shared_ptr<phi::distributed::Store>& store() const { return store_; }
+  // "ProcessGroupGloo(gid 0, rank 1/4)": the prefix of every message about this group.
+  std::string Describe() const;
+
+ private:
+  using CommFn =
+      std::function<void(phi::distributed::CommContext*, phi::Stream*, TaskState*)>;
+  TaskPtr Run(OpDesc desc, const phi::Place& place, std::vector<const DenseTensor*> tensors,
+              CommFn fn, bool sync_op, bool use_calc_stream);
+  phi::DeviceContext* CommDeviceContext(const phi::Place& place) const;
+
+  std::shared_ptr<phi::distributed::Store> store_;
+  std::chrono::milliseconds timeout_;
+  mutable std::mutex mu_;
+  uint64_t seq_ = 0;
+  mutable std::map<phi::Place, std::unique_ptr<phi::DeviceContext>> comm_contexts_;
+  std::unique_ptr<CoalescingState> coalescing_;  // non-null between Start/EndCoalescing
+  std::unique_ptr<FlightRecorder> recorder_;
+};
+
+}  // namespace distributed
+}  // namespace paddle_like

@@ -1,0 +1,97 @@
+// CommContext: one engine's communicator for one group, offering the engine's primitive
+// calls on a given stream. Everything a process group can do beyond these primitives
+// (gather, scatter, all-to-all, barrier) is written once, in the collective engine
+// (distributed/process_group_with_stream.cc), out of them.
+//
+// Contract for every primitive:
+//  - Buffers are contiguous and already validated by the engine (counts in elements).
+//  - The call runs "on `stream`": the engine invokes it from inside Stream::Launch, so a
+//    CPU backend runs it to completion on the stream's worker thread, and a CUDA backend
+//    enqueues it on the stream's cudaStream_t and returns.
+//  - Failures raise phi errors (External for engine failures, Timeout when the engine
+//    timed out, Unavailable when a peer is gone). Nothing exits the process.
+//  - Between GroupStart and GroupEnd the calls form one engine group (ncclGroupStart/End;
+//    the CPU engine posts sends and receives and waits for them all at GroupEnd, and may
+//    fuse all-reduces). Groups nest; only the outermost GroupEnd issues.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "phi/core/data_type.h"
+#include "phi/core/distributed/reduce_op.h"
+
+namespace phi {
+class Stream;
+namespace distributed {
+
+class CommContext {
+ public:
+  CommContext(int rank, int size) : rank_(rank), size_(size) {}
+  virtual ~CommContext() = default;
+  CommContext(const CommContext&) = delete;
+  CommContext& operator=(const CommContext&) = delete;
+
+  int GetRank() const { return rank_; }
+  int GetSize() const { return size_; }
+  virtual std::string BackendName() const = 0;
+
+  virtual void AllReduce(const void* send, void* recv, int64_t count, DataType dtype,
+                         const Reduction& reduction, Stream* stream) = 0;
+  // On the root, `send` is the source (copied to `recv` when they differ); elsewhere only
+  // `recv` is used.
+  virtual void Broadcast(const void* send, void* recv, int64_t count, DataType dtype,
+                         int root, Stream* stream) = 0;
+  // `recv` is written on the root only.
+  virtual void Reduce(const void* send, void* recv, int64_t count, DataType dtype,
+                      const Reduction& reduction, int root, Stream* stream) = 0;
+  // `recv` holds size * send_count elements, rank r's block at r * send_count.
+  virtual void AllGather(const void* send, void* recv, int64_t send_count, DataType dtype,
+                         Stream* stream) = 0;
+  // `send` holds size * recv_count elements; rank r receives the reduction of block r.
+  virtual void ReduceScatter(const void* send, void* recv, int64_t recv_count, DataType dtype,
+                             const Reduction& reduction, Stream* stream) = 0;
+  // Tags separate concurrent streams of messages between one pair where the engine
+  // supports it (Gloo slots); NCCL matches in call order and ignores the tag.
+  virtual void Send(const void* send, int64_t count, DataType dtype, int peer, int tag,
+                    Stream* stream) = 0;
+  // peer == kAnyPeer receives from whichever rank sends first, where SupportsAnySource();
+  // the sender's rank is written to *source when source != nullptr (once the receive has
+  // completed, which for an asynchronous engine is when its stream passes the call).
+  virtual void Recv(void* recv, int64_t count, DataType dtype, int peer, int tag,
+                    Stream* stream, int* source = nullptr) = 0;
+  virtual bool SupportsAnySource() const { return false; }
+
+  virtual void GroupStart() = 0;
+  virtual void GroupEnd() = 0;
+  // Closes an open group after a failure without issuing it (the engine's guard calls it
+  // so that an exception between GroupStart and GroupEnd never leaves a group open).
+  virtual void GroupAbort() { GroupEnd(); }
+
+  static constexpr int kAnyPeer = -1;
+
+ private:
+  int rank_;
+  int size_;
+};
+
+// Opens an engine group for the scope; closes it on every path. End() issues the group;
+// leaving the scope without End() (an exception) aborts it.
+class CommGroupGuard {
+ public:
+  explicit CommGroupGuard(CommContext* comm) : comm_(comm) { comm_->GroupStart(); }
+  ~CommGroupGuard();
+  void End() {
+    ended_ = true;
+    comm_->GroupEnd();
+  }
+  CommGroupGuard(const CommGroupGuard&) = delete;
+  CommGroupGuard& operator=(const CommGroupGuard&) = delete;
+
+ private:
+  CommContext* comm_;
+  bool ended_ = false;
+};
+
+}  // namespace distributed
+}  // namespace phi
