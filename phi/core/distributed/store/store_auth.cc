@@ -1,0 +1,118 @@
+#include "phi/core/distributed/store/store_auth.h"
+
+#include <sys/random.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "phi/core/errors.h"
+
+namespace phi {
+namespace distributed {
+namespace {
+
+// SHA-256 (FIPS 180-4), written out here so the store needs no crypto library.
+constexpr uint32_t kK[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+    0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+    0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+    0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+    0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+    0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+    0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+    0xc67178f2};
+
+inline uint32_t Rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+
+void Compress(uint32_t h[8], const uint8_t block[64]) {
+  uint32_t w[64];
+  for (int i = 0; i < 16; ++i) {
+    w[i] = static_cast<uint32_t>(block[4 * i]) << 24 | static_cast<uint32_t>(block[4 * i + 1]) << 16 |
+           static_cast<uint32_t>(block[4 * i + 2]) << 8 | block[4 * i + 3];
+  }
+  for (int i = 16; i < 64; ++i) {
+    uint32_t s0 = Rotr(w[i - 15], 7) ^ Rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+    uint32_t s1 = Rotr(w[i - 2], 17) ^ Rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+  }
+  uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+  for (int i = 0; i < 64; ++i) {
+    uint32_t s1 = Rotr(e, 6) ^ Rotr(e, 11) ^ Rotr(e, 25);
+    uint32_t ch = (e & f) ^ (~e & g);
+    uint32_t t1 = hh + s1 + ch + kK[i] + w[i];
+    uint32_t s0 = Rotr(a, 2) ^ Rotr(a, 13) ^ Rotr(a, 22);
+    uint32_t maj = (a & b) ^ (a & c) ^ (b & c);
+    uint32_t t2 = s0 + maj;
+    hh = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
+  }
+  h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+}
+
+}  // namespace
+
+std::string StoreTokenFromEnv() {
+  const char* t = std::getenv(kStoreTokenEnv);
+  return t ? std::string(t) : std::string();
+}
+
+std::vector<uint8_t> Sha256(const uint8_t* data, size_t size) {
+  uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  size_t i = 0;
+  for (; i + 64 <= size; i += 64) Compress(h, data + i);
+  uint8_t tail[128] = {0};
+  size_t rest = size - i;
+  if (rest) std::memcpy(tail, data + i, rest);
+  tail[rest] = 0x80;
+  size_t tail_len = rest + 1 + 8 <= 64 ? 64 : 128;
+  uint64_t bits = static_cast<uint64_t>(size) * 8;
+  for (int b = 0; b < 8; ++b) tail[tail_len - 1 - b] = static_cast<uint8_t>(bits >> (8 * b));
+  for (size_t off = 0; off < tail_len; off += 64) Compress(h, tail + off);
+  std::vector<uint8_t> out(32);
+  for (int j = 0; j < 8; ++j) {
+    for (int b = 0; b < 4; ++b) out[4 * j + b] = static_cast<uint8_t>(h[j] >> (24 - 8 * b));
+  }
+  return out;
+}
+
+std::vector<uint8_t> HmacSha256(const std::string& key, const std::vector<uint8_t>& message) {
+  std::vector<uint8_t> k(key.begin(), key.end());
+  if (k.size() > 64) k = Sha256(k.data(), k.size());
+  k.resize(64, 0);
+  std::vector<uint8_t> inner(64), outer(64);
+  for (int i = 0; i < 64; ++i) {
+    inner[i] = k[i] ^ 0x36;
+    outer[i] = k[i] ^ 0x5c;
+  }
+  inner.insert(inner.end(), message.begin(), message.end());
+  std::vector<uint8_t> ih = Sha256(inner.data(), inner.size());
+  outer.insert(outer.end(), ih.begin(), ih.end());
+  return Sha256(outer.data(), outer.size());
+}
+
+bool ConstantTimeEquals(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  if (a.size() != b.size()) return false;
+  uint8_t diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= a[i] ^ b[i];
+  return diff == 0;
+}
+
+std::vector<uint8_t> RandomBytes(size_t n) {
+  std::vector<uint8_t> out(n);
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = getrandom(out.data() + got, n - got, 0);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      PADDLE_THROW(errors::External("getrandom failed: %s", std::strerror(errno)));
+    }
+    got += static_cast<size_t>(r);
+  }
+  return out;
+}
+
+}  // namespace distributed
+}  // namespace phi

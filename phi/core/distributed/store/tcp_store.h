@@ -1,0 +1,100 @@
+// TCPStore: the Store every rank reaches over TCP (Paddle's and c10d's TCPStore).
+//
+// is_master starts a TCPStoreServer inside this process on host:port (port 0 = a free one,
+// see port()); every instance, master included, is a client of that server. Clients
+// connect with retries and exponential backoff until the timeout, so ranks may start in any
+// order. With world_size > 0 every instance registers once and the master's constructor
+// returns only when world_size instances have registered (Paddle's waitWorkers).
+//
+// Errors name host:port, the operation and key, and the time elapsed. A get() or wait() on
+// a key that does not appear within the timeout raises phi::TimeoutError naming the keys; a
+// lost connection raises phi::UnavailableError. One TCPStore may be shared by threads;
+// requests are serialized on its connection.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "phi/core/distributed/store/store.h"
+#include "phi/core/distributed/store/tcp_store_protocol.h"
+#include "phi/core/distributed/store/tcp_store_server.h"
+
+namespace phi {
+namespace distributed {
+
+struct TCPStoreOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;
+  bool is_master = false;
+  // > 0: register and (master) wait for this many instances; 0: no registration.
+  int world_size = 0;
+  std::chrono::milliseconds timeout = Store::kDefaultTimeout;
+  // The shared secret (see store_auth.h); by default PADDLE_STORE_TOKEN of this process.
+  // Used by the master's server too.
+  bool token_from_env = true;
+  std::string token;
+};
+
+class TCPStore : public Store {
+ public:
+  // Paddle's signature, timeout in seconds there, a duration here.
+  TCPStore(std::string host, uint16_t port, bool is_master, int world_size,
+           std::chrono::milliseconds timeout = kDefaultTimeout);
+  explicit TCPStore(const TCPStoreOptions& options);
+  ~TCPStore() override;
+
+  void set(const std::string& key, const std::vector<uint8_t>& value) override;
+  std::vector<uint8_t> get(const std::string& key) override;
+  int64_t add(const std::string& key, int64_t value) override;
+  std::vector<uint8_t> compare_set(const std::string& key, const std::vector<uint8_t>& expected,
+                                   const std::vector<uint8_t>& desired) override;
+  void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override;
+  using Store::wait;
+  using Store::set;
+  bool check(const std::vector<std::string>& keys) override;
+  bool delete_key(const std::string& key) override;
+  int64_t num_keys() override;
+  void append(const std::string& key, const std::vector<uint8_t>& value) override;
+  std::vector<std::vector<uint8_t>> multi_get(const std::vector<std::string>& keys) override;
+  void multi_set(const std::vector<std::string>& keys,
+                 const std::vector<std::vector<uint8_t>>& values) override;
+
+  const std::string& host() const { return host_; }
+  // The server's port (the one it picked when constructed with port 0 as master).
+  uint16_t port() const { return port_; }
+  bool is_master() const { return server_ != nullptr; }
+  // The in-process server of the master, nullptr elsewhere.
+  TCPStoreServer* server() const { return server_.get(); }
+
+ private:
+  void Connect();
+  void Authenticate(const tcpstore::Frame& hello);
+  void WaitForWorkers(int world_size);
+  // One round trip. `what` describes the operation for error messages ("get('k')");
+  // `wait_ms` is the server-side wait the request asks for (the client allows it plus a
+  // grace period before it gives up on the server).
+  tcpstore::Frame Request(tcpstore::Frame&& request, const std::string& what,
+                          std::chrono::milliseconds wait_ms);
+  tcpstore::Frame ReadFrame(std::chrono::steady_clock::time_point deadline,
+                            const std::string& what,
+                            std::chrono::steady_clock::time_point started);
+  [[noreturn]] void Fail(const std::string& what, std::chrono::steady_clock::time_point started,
+                         const std::string& why);
+  std::string Where() const;
+  void CloseSocket();
+
+  std::string host_;
+  uint16_t port_;
+  std::string token_;
+  std::unique_ptr<TCPStoreServer> server_;
+  std::mutex mu_;  // one request in flight per connection
+  int fd_ = -1;
+  std::vector<uint8_t> rbuf_;
+};
+
+}  // namespace distributed
+}  // namespace phi
