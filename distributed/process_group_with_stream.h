@@ -98,6 +98,9 @@ class ProcessGroupWithStream : public ProcessGroup {
   virtual bool BlockingWait() const;
 
   const std::shared_ptr<phi::distributed::Store>& store() const { return store_; }
+  // Finishes every job queued on the comm streams and destroys them. A backend calls it
+  // first in its destructor, while its communicator still exists.
+  void ShutdownStreams();
   // "ProcessGroupGloo(gid 0, rank 1/4)": the prefix of every message about this group.
   std::string Describe() const;
 

@@ -1,0 +1,34 @@
+// The flight recorder: a ring of the last ops of one group (sequence number, op, sizes,
+// dtype, state, timing), dumped into timeout and failure reports.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "distributed/stream_task.h"
+
+namespace paddle_like {
+namespace distributed {
+
+class FlightRecorder {
+ public:
+  explicit FlightRecorder(size_t capacity) : capacity_(capacity) {}
+  void Record(const OpDesc& desc, std::shared_ptr<TaskState> state);
+  // Oldest first, one op per line.
+  std::string Dump() const;
+
+ private:
+  struct Entry {
+    OpDesc desc;
+    std::shared_ptr<TaskState> state;
+  };
+  size_t capacity_;
+  mutable std::mutex mu_;
+  std::vector<Entry> ring_;
+  size_t next_ = 0;
+};
+
+}  // namespace distributed
+}  // namespace paddle_like

@@ -1,0 +1,51 @@
+#include "distributed/process_group_gloo.h"
+
+#include "phi/core/distributed/comm_context_manager.h"
+#include "phi/core/distributed/gloo_comm_context.h"
+#include "phi/core/errors.h"
+#include "phi/core/flags.h"
+
+namespace paddle_like {
+namespace distributed {
+
+using phi::distributed::CommContextManager;
+
+ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<phi::distributed::Store> store, int rank,
+                                   int size, int gid, std::chrono::milliseconds timeout)
+    : ProcessGroupWithStream(std::move(store), rank, size, gid, timeout) {
+  if (FLAGS_eager_communication_connection) GetOrCreateCommContext(phi::CPUPlace());
+}
+
+ProcessGroupGloo::~ProcessGroupGloo() {
+  // Jobs still queued use the communicator: let them finish before it goes.
+  ShutdownStreams();
+  CommContextManager::Instance().Erase(CommContextManager::KeyOf(GetGid()));
+}
+
+std::shared_ptr<ProcessGroupGloo> ProcessGroupGloo::CreateProcessGroupGloo(
+    std::shared_ptr<phi::distributed::Store> store, int rank, int size, int gid,
+    std::chrono::milliseconds timeout) {
+  auto pg = std::make_shared<ProcessGroupGloo>(std::move(store), rank, size, gid, timeout);
+  ProcessGroupIdMap::GetInstance().Insert(gid, pg);
+  return pg;
+}
+
+phi::distributed::CommContext* ProcessGroupGloo::GetOrCreateCommContext(const phi::Place&) {
+  return CommContextManager::Instance().GetOrCreate(
+      CommContextManager::KeyOf(GetGid()), [this] {
+        phi::distributed::GlooOptions options;
+        options.timeout = timeout();
+        return phi::distributed::CreateGlooCommContext(store(), GetGid(), GetRank(), GetSize(),
+                                                       options);
+      });
+}
+
+void ProcessGroupGloo::CheckPlace(const phi::Place& place) const {
+  PADDLE_ENFORCE(place.is_cpu(),
+                 phi::errors::InvalidArgument(
+                     "ProcessGroupGloo runs on CPU tensors, but the tensor is on %s.",
+                     place.DebugString().c_str()));
+}
+
+}  // namespace distributed
+}  // namespace paddle_like

@@ -1,0 +1,33 @@
+// ProcessGroupGloo: the Gloo backend. CPU tensors; collectives run on the group's comm
+// stream (a worker thread), or inline on the caller for a sync op when that stream is idle.
+#pragma once
+
+#include <chrono>
+#include <memory>
+
+#include "distributed/process_group_with_stream.h"
+
+namespace paddle_like {
+namespace distributed {
+
+class ProcessGroupGloo : public ProcessGroupWithStream {
+ public:
+  ProcessGroupGloo(std::shared_ptr<phi::distributed::Store> store, int rank, int size, int gid,
+                   std::chrono::milliseconds timeout);
+  ~ProcessGroupGloo() override;
+
+  // Creates the group and registers it in ProcessGroupIdMap under gid.
+  static std::shared_ptr<ProcessGroupGloo> CreateProcessGroupGloo(
+      std::shared_ptr<phi::distributed::Store> store, int rank, int size, int gid,
+      std::chrono::milliseconds timeout = std::chrono::minutes(30));
+
+  std::string GetBackendName() const override { return "Gloo"; }
+
+ protected:
+  phi::distributed::CommContext* GetOrCreateCommContext(const phi::Place& place) override;
+  void CheckPlace(const phi::Place& place) const override;
+  phi::Place BarrierPlace(const BarrierOptions&) const override { return phi::CPUPlace(); }
+};
+
+}  // namespace distributed
+}  // namespace paddle_like

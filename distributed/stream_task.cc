@@ -1,0 +1,138 @@
+#include "distributed/stream_task.h"
+
+#include <glog/logging.h>
+
+#include "phi/core/errors.h"
+
+namespace paddle_like {
+namespace distributed {
+
+std::string OpDesc::ToString() const {
+  std::string s = std::string(CommTypeToString(type)) + " seq " + std::to_string(seq) +
+                  " [NumelIn " + std::to_string(numel_in) + ", NumelOut " +
+                  std::to_string(numel_out) + ", " + phi::DataTypeToString(dtype);
+  if (peer >= 0) s += ", peer/root " + std::to_string(peer);
+  return s + "]";
+}
+
+const char* TaskStatusName(TaskStatus s) {
+  switch (s) {
+    case TaskStatus::kIssued: return "issued";
+    case TaskStatus::kStarted: return "started";
+    case TaskStatus::kCompleted: return "completed";
+    case TaskStatus::kFailed: return "failed";
+  }
+  return "?";
+}
+
+void TaskState::SetError(std::exception_ptr e) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!error_) error_ = e;
+  }
+  MarkFinished(TaskStatus::kFailed);
+}
+
+std::exception_ptr TaskState::error() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return error_;
+}
+
+void TaskState::MarkFinished(TaskStatus s) {
+  auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                std::chrono::steady_clock::now() - issued_at)
+                .count();
+  finished_us.store(us > 0 ? us : 1);
+  status.store(s);
+}
+
+StreamTask::StreamTask(int rank, OpDesc desc, bool sync_op, std::string group_desc,
+                       phi::Stream* calc_stream, bool blocking_wait,
+                       std::function<std::string()> recent_ops)
+    : Task(rank, desc.type, sync_op),
+      desc_(std::move(desc)),
+      group_desc_(std::move(group_desc)),
+      calc_stream_(calc_stream),
+      blocking_wait_(blocking_wait),
+      recent_ops_(std::move(recent_ops)) {}
+
+void StreamTask::Issue(std::shared_ptr<phi::Event> end_event, phi::Stream* stream,
+                       const std::vector<std::shared_ptr<phi::Allocation>>& holders) {
+  std::lock_guard<std::mutex> lk(records_mu_);
+  end_event_ = std::move(end_event);
+  for (const auto& h : holders) {
+    auto r = phi::memory::RecordStream(h, stream);
+    if (r.token != 0) records_.push_back(HolderRecord{h, r});
+  }
+}
+
+void StreamTask::CheckIssued() const {
+  PADDLE_ENFORCE_NOT_NULL(
+      end_event_, phi::errors::PreconditionNotMet(
+                      "%s: %s was issued inside StartCoalescing(); wait for it after "
+                      "EndCoalescing().",
+                      group_desc_.c_str(), desc_.ToString().c_str()));
+}
+
+void StreamTask::RethrowIfFailed() const {
+  if (auto e = state_->error()) {
+    phi::RethrowWithContext(e, group_desc_ + ": " + desc_.ToString() + " failed");
+  }
+}
+
+bool StreamTask::IsCompleted() {
+  if (!end_event_) return false;
+  if (!end_event_->Query()) return false;
+  EraseOwnRecords();
+  return true;
+}
+
+void StreamTask::HostWait(std::chrono::milliseconds timeout) {
+  try {
+    end_event_->Synchronize(timeout);
+  } catch (const phi::TimeoutError& e) {
+    std::string msg = group_desc_ + ": " + desc_.ToString() + " did not complete within " +
+                      std::to_string(timeout.count()) + " ms (Timeout(ms)=" +
+                      std::to_string(timeout.count()) + ", state " +
+                      TaskStatusName(state_->status.load()) +
+                      "). A rank may have died, or not called this op, or called a different "
+                      "one.";
+    if (recent_ops_) msg += "\nLast ops of this group (flight recorder):\n" + recent_ops_();
+    LOG(ERROR) << msg;
+    PADDLE_THROW(phi::errors::Timeout(msg));
+  }
+}
+
+bool StreamTask::Wait(std::chrono::milliseconds timeout) {
+  CheckIssued();
+  if (timeout <= std::chrono::milliseconds::zero()) timeout = ProcessGroup::kWaitTimeout;
+  if (blocking_wait_ || calc_stream_->IsHostStream()) {
+    HostWait(timeout);
+  } else {
+    calc_stream_->WaitEvent(*end_event_);
+  }
+  RethrowIfFailed();
+  if (end_event_->Query()) EraseOwnRecords();
+  return true;
+}
+
+void StreamTask::Synchronize() {
+  CheckIssued();
+  HostWait(ProcessGroup::kWaitTimeout);
+  RethrowIfFailed();
+  EraseOwnRecords();
+}
+
+void StreamTask::EraseOwnRecords() {
+  std::vector<HolderRecord> mine;
+  {
+    std::lock_guard<std::mutex> lk(records_mu_);
+    mine.swap(records_);
+  }
+  for (auto& r : mine) {
+    if (auto h = r.holder.lock()) phi::memory::EraseStream(h, r.record);
+  }
+}
+
+}  // namespace distributed
+}  // namespace paddle_like

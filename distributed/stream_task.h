@@ -1,0 +1,92 @@
+// The Task of the stream engine: an op's end event, its error, and its own stream records.
+// Internal to distributed/ (backends and the engine); users see ProcessGroup::Task.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "distributed/process_group.h"
+#include "phi/core/allocator.h"
+#include "phi/core/stream.h"
+
+namespace paddle_like {
+namespace distributed {
+
+// What an op is, for error messages and the flight recorder.
+struct OpDesc {
+  CommType type = CommType::UNKNOWN;
+  uint64_t seq = 0;
+  int64_t numel_in = 0;
+  int64_t numel_out = 0;
+  phi::DataType dtype = phi::DataType::UNDEFINED;
+  int peer = -1;  // root or P2P peer; -1 when none
+  std::string ToString() const;
+};
+
+enum class TaskStatus : int { kIssued = 0, kStarted, kCompleted, kFailed };
+const char* TaskStatusName(TaskStatus s);
+
+// Shared by the task and the job that runs the op on the stream.
+struct TaskState {
+  std::atomic<TaskStatus> status{TaskStatus::kIssued};
+  std::atomic<int> source_rank{-1};
+  std::chrono::steady_clock::time_point issued_at = std::chrono::steady_clock::now();
+  std::atomic<int64_t> finished_us{0};  // since issued_at; 0 until finished
+
+  void SetError(std::exception_ptr e);
+  std::exception_ptr error() const;
+  void MarkFinished(TaskStatus s);
+
+ private:
+  mutable std::mutex mu_;
+  std::exception_ptr error_;
+};
+
+class StreamTask : public ProcessGroup::Task {
+ public:
+  StreamTask(int rank, OpDesc desc, bool sync_op, std::string group_desc,
+             phi::Stream* calc_stream, bool blocking_wait,
+             std::function<std::string()> recent_ops);
+
+  // Called once the op is on the stream: the end event (shared by the tasks of one
+  // coalesced group) and the allocations to record as used by `stream`.
+  void Issue(std::shared_ptr<phi::Event> end_event, phi::Stream* stream,
+             const std::vector<std::shared_ptr<phi::Allocation>>& holders);
+
+  bool IsCompleted() override;
+  bool Wait(std::chrono::milliseconds timeout = ProcessGroup::kWaitTimeout) override;
+  void Synchronize() override;
+  int source_rank() const override { return state_->source_rank.load(); }
+
+  const std::shared_ptr<TaskState>& state() const { return state_; }
+  const OpDesc& desc() const { return desc_; }
+
+ private:
+  void CheckIssued() const;
+  void RethrowIfFailed() const;
+  void HostWait(std::chrono::milliseconds timeout);
+  // Erases this task's records, and only this task's; only once the end event passed.
+  void EraseOwnRecords();
+
+  struct HolderRecord {
+    std::weak_ptr<phi::Allocation> holder;
+    phi::memory::StreamRecord record;
+  };
+  OpDesc desc_;
+  std::string group_desc_;
+  phi::Stream* calc_stream_;
+  bool blocking_wait_;
+  std::function<std::string()> recent_ops_;
+  std::shared_ptr<TaskState> state_ = std::make_shared<TaskState>();
+  std::shared_ptr<phi::Event> end_event_;
+  std::mutex records_mu_;
+  std::vector<HolderRecord> records_;
+};
+
+}  // namespace distributed
+}  // namespace paddle_like

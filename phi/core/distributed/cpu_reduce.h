@@ -1,0 +1,30 @@
+// Elementwise reduction kernels on host memory, for CPU engines (Gloo, MPI) that take a
+// user reduce function. One table for every dtype x op; complex types are reduced through
+// their real view by the caller.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "phi/core/data_type.h"
+#include "phi/core/distributed/reduce_op.h"
+
+namespace phi {
+namespace distributed {
+
+// c[i] = a[i] (op) b[i] for n elements; c may alias a or b. Gloo's reduce-function shape.
+using CpuReduceFn = void (*)(void* c, const void* a, const void* b, size_t n);
+
+// The kernel combining two partial results under `op`. AVG and PREMUL_SUM combine as SUM
+// (the engine scales before or after). bool: SUM/MAX/BOR = or, PRODUCT/MIN/BAND = and,
+// BXOR = xor. Raises InvalidArgument for pairs CheckReduceSupported rejects.
+CpuReduceFn GetCpuReduceFn(DataType dtype, ReduceOp op);
+
+// dst[i] = src[i] * factor for n elements (dst may equal src), computed in double for
+// integers and float for 16-bit floats, then converted back.
+void CpuScale(DataType dtype, void* dst, const void* src, int64_t n, double factor);
+// dst[i] /= divisor: AVG's final step (integer division for integer types).
+void CpuDivide(DataType dtype, void* dst, int64_t n, int64_t divisor);
+
+}  // namespace distributed
+}  // namespace phi

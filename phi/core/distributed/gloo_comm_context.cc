@@ -1,0 +1,385 @@
+#include "phi/core/distributed/gloo_comm_context.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/reduce.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+#include <glog/logging.h>
+
+#include "phi/core/distributed/cpu_reduce.h"
+#include "phi/core/distributed/store/prefix_store.h"
+#include "phi/core/errors.h"
+
+namespace phi {
+namespace distributed {
+namespace {
+
+// Gloo's rendezvous store interface over ours.
+class GlooStoreAdapter : public ::gloo::rendezvous::Store {
+ public:
+  explicit GlooStoreAdapter(std::shared_ptr<distributed::Store> store) : store_(std::move(store)) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    store_->set(key, std::vector<uint8_t>(data.begin(), data.end()));
+  }
+  std::vector<char> get(const std::string& key) override {
+    auto v = store_->get(key);
+    return std::vector<char>(v.begin(), v.end());
+  }
+  void wait(const std::vector<std::string>& keys) override { store_->wait(keys); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& t) override {
+    store_->wait(keys, t);
+  }
+
+ private:
+  std::shared_ptr<distributed::Store> store_;
+};
+
+// Gloo slots: collectives use tags of their own prefixes; P2P uses a prefix Gloo never does.
+constexpr uint64_t kP2PSlotPrefix = uint64_t{0x7e} << 56;
+uint64_t P2PSlot(int tag) { return kP2PSlotPrefix | static_cast<uint32_t>(tag); }
+
+bool IsLocalAddress(const char* addr) {
+  return addr == nullptr || *addr == '\0' || std::strncmp(addr, "127.", 4) == 0 ||
+         std::strcmp(addr, "localhost") == 0 || std::strcmp(addr, "::1") == 0;
+}
+
+::gloo::transport::tcp::attr DeviceAttr(const GlooOptions& o) {
+  ::gloo::transport::tcp::attr attr;
+  const char* ifname = std::getenv("PADDLE_GLOO_IFNAME");
+  if (ifname == nullptr) ifname = std::getenv("GLOO_SOCKET_IFNAME");
+  if (!o.iface.empty()) {
+    attr.iface = o.iface;
+  } else if (!o.hostname.empty()) {
+    attr.hostname = o.hostname;
+  } else if (ifname != nullptr && *ifname) {
+    attr.iface = ifname;
+  } else if (IsLocalAddress(std::getenv("MASTER_ADDR"))) {
+    attr.hostname = "127.0.0.1";
+  } else {
+    char host[256] = {0};
+    gethostname(host, sizeof(host) - 1);
+    attr.hostname = host;
+  }
+  return attr;
+}
+
+// Calls into Gloo and turns its exceptions into typed phi errors.
+template <typename F>
+void GlooCall(const char* what, F&& f) {
+  try {
+    f();
+  } catch (const ::gloo::IoException& e) {
+    std::string msg = e.what();
+    if (msg.find("imed out") != std::string::npos) {
+      PADDLE_THROW(errors::Timeout("Gloo %s timed out: %s", what, msg.c_str()));
+    }
+    PADDLE_THROW(errors::Unavailable(
+        "Gloo %s failed on the network (a peer rank may have died): %s", what, msg.c_str()));
+  } catch (const ::gloo::Exception& e) {
+    PADDLE_THROW(errors::External("Gloo %s failed: %s", what, e.what()));
+  } catch (const ::gloo::EnforceNotMet& e) {
+    PADDLE_THROW(errors::External("Gloo %s failed: %s", what, e.what()));
+  }
+}
+
+class GlooCommContext : public CommContext {
+ public:
+  GlooCommContext(std::shared_ptr<::gloo::rendezvous::Context> ctx, std::chrono::milliseconds timeout)
+      : CommContext(ctx->rank, ctx->size), ctx_(std::move(ctx)), timeout_(timeout) {}
+
+  std::string BackendName() const override { return "Gloo"; }
+  bool SupportsAnySource() const override { return true; }
+
+  void AllReduce(const void* send, void* recv, int64_t count, DataType dtype,
+                 const Reduction& red, Stream*) override {
+    if (depth_ > 0) {  // fused at the outermost GroupEnd
+      pending_allreduce_.push_back(PendingAllReduce{send, recv, count, dtype, red});
+      return;
+    }
+    RunAllReduce(send, recv, count, dtype, red);
+  }
+
+  void Broadcast(const void* send, void* recv, int64_t count, DataType dtype, int root,
+                 Stream*) override {
+    if (count == 0) return;
+    GlooCall("broadcast", [&] {
+      VisitDataType(dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        ::gloo::BroadcastOptions opts(ctx_);
+        opts.setRoot(root);
+        if (GetRank() == root && send != recv) {
+          opts.setInput(const_cast<T*>(static_cast<const T*>(send)), count);
+        }
+        opts.setOutput(static_cast<T*>(recv), count);
+        opts.setTimeout(timeout_);
+        ::gloo::broadcast(opts);
+      });
+    });
+  }
+
+  void Reduce(const void* send, void* recv, int64_t count, DataType dtype, const Reduction& red,
+              int root, Stream*) override {
+    if (count == 0) return;
+    Prepared p = Prepare(send, recv, count, dtype, red);
+    GlooCall("reduce", [&] {
+      VisitDataType(p.dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        ::gloo::ReduceOptions opts(ctx_);
+        opts.setRoot(root);
+        if (p.send != recv) opts.setInput(const_cast<T*>(static_cast<const T*>(p.send)), p.count);
+        opts.setOutput(static_cast<T*>(recv), p.count);
+        opts.setReduceFunction(GetCpuReduceFn(p.dtype, red.op));
+        opts.setTimeout(timeout_);
+        ::gloo::reduce(opts);
+      });
+    });
+    if (red.op == ReduceOp::AVG && GetRank() == root) CpuDivide(p.dtype, recv, p.count, GetSize());
+  }
+
+  void AllGather(const void* send, void* recv, int64_t send_count, DataType dtype,
+                 Stream*) override {
+    if (send_count == 0) return;
+    GlooCall("allgather", [&] {
+      VisitDataType(dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        ::gloo::AllgatherOptions opts(ctx_);
+        opts.setInput(const_cast<T*>(static_cast<const T*>(send)), send_count);
+        opts.setOutput(static_cast<T*>(recv), send_count * GetSize());
+        opts.setTimeout(timeout_);
+        ::gloo::allgather(opts);
+      });
+    });
+  }
+
+  void ReduceScatter(const void* send, void* recv, int64_t recv_count, DataType dtype,
+                     const Reduction& red, Stream*) override {
+    if (recv_count == 0) return;
+    // Gloo has no options-style reduce-scatter: all-reduce the whole input into scratch
+    // and keep this rank's block.
+    size_t es = SizeOf(dtype);
+    std::vector<char> scratch(static_cast<size_t>(recv_count) * GetSize() * es);
+    RunAllReduce(send, scratch.data(), recv_count * GetSize(), dtype, red);
+    std::memcpy(recv, scratch.data() + static_cast<size_t>(GetRank()) * recv_count * es,
+                static_cast<size_t>(recv_count) * es);
+  }
+
+  void Send(const void* send, int64_t count, DataType dtype, int peer, int tag,
+            Stream*) override {
+    if (count == 0) return;
+    size_t bytes = static_cast<size_t>(count) * SizeOf(dtype);
+    auto buf = ctx_->createUnboundBuffer(const_cast<void*>(send), bytes);
+    GlooCall("send", [&] { buf->send(peer, P2PSlot(tag)); });
+    if (depth_ > 0) {
+      pending_sends_.push_back(std::move(buf));
+    } else {
+      WaitSend(buf.get(), peer);
+    }
+  }
+
+  void Recv(void* recv, int64_t count, DataType dtype, int peer, int tag, Stream*,
+            int* source) override {
+    if (count == 0) return;
+    size_t bytes = static_cast<size_t>(count) * SizeOf(dtype);
+    auto buf = ctx_->createUnboundBuffer(recv, bytes);
+    GlooCall("recv", [&] {
+      if (peer == kAnyPeer) {
+        std::vector<int> peers;
+        for (int r = 0; r < GetSize(); ++r) {
+          if (r != GetRank()) peers.push_back(r);
+        }
+        buf->recv(peers, P2PSlot(tag));
+      } else {
+        buf->recv(peer, P2PSlot(tag));
+      }
+    });
+    if (depth_ > 0) {
+      pending_recvs_.push_back(PendingRecv{std::move(buf), source, peer});
+    } else {
+      WaitRecv(buf.get(), source, peer);
+    }
+  }
+
+  void GroupStart() override { ++depth_; }
+
+  void GroupEnd() override {
+    PADDLE_ENFORCE(depth_ > 0, errors::PreconditionNotMet("Gloo GroupEnd without GroupStart."));
+    if (--depth_ > 0) return;
+    // Take the batch first, so that a failure below leaves the context clean.
+    auto allreduces = std::move(pending_allreduce_);
+    auto sends = std::move(pending_sends_);
+    auto recvs = std::move(pending_recvs_);
+    pending_allreduce_.clear();
+    pending_sends_.clear();
+    pending_recvs_.clear();
+    // Sends and receives were posted when called; wait for all of them in any order.
+    for (auto& r : recvs) WaitRecv(r.buf.get(), r.source, r.peer);
+    for (auto& s : sends) WaitSend(s.get(), -1);
+    RunFusedAllReduces(allreduces);
+  }
+
+  void GroupAbort() override {
+    if (depth_ == 0) return;
+    if (--depth_ > 0) return;
+    for (auto& r : pending_recvs_) r.buf->abortWaitRecv();
+    for (auto& s : pending_sends_) s->abortWaitSend();
+    pending_allreduce_.clear();
+    pending_sends_.clear();
+    pending_recvs_.clear();
+  }
+
+ private:
+  struct PendingAllReduce {
+    const void* send;
+    void* recv;
+    int64_t count;
+    DataType dtype;
+    Reduction red;
+  };
+  struct PendingRecv {
+    std::unique_ptr<::gloo::transport::UnboundBuffer> buf;
+    int* source;
+    int peer;
+  };
+  // Complex reduces through its real view; PREMUL_SUM scales a copy of the input first.
+  struct Prepared {
+    const void* send;
+    int64_t count;
+    DataType dtype;
+    std::vector<char> scaled;  // owns the scaled input of PREMUL_SUM
+  };
+
+  Prepared Prepare(const void* send, void* recv, int64_t count, DataType dtype,
+                   const Reduction& red) {
+    Prepared p{send, count, dtype, {}};
+    if (IsComplex(dtype)) {
+      p.dtype = ToRealType(dtype);
+      p.count = count * 2;
+    }
+    if (red.op == ReduceOp::PREMUL_SUM) {
+      p.scaled.resize(static_cast<size_t>(p.count) * SizeOf(p.dtype));
+      CpuScale(p.dtype, p.scaled.data(), send, p.count, red.premul_factor);
+      p.send = p.scaled.data();
+    }
+    return p;
+  }
+
+  void RunAllReduce(const void* send, void* recv, int64_t count, DataType dtype,
+                    const Reduction& red) {
+    if (count == 0) return;
+    Prepared p = Prepare(send, recv, count, dtype, red);
+    GlooCall("allreduce", [&] {
+      VisitDataType(p.dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        ::gloo::AllreduceOptions opts(ctx_);
+        if (p.send != recv) opts.setInput(const_cast<T*>(static_cast<const T*>(p.send)), p.count);
+        opts.setOutput(static_cast<T*>(recv), p.count);
+        opts.setReduceFunction(GetCpuReduceFn(p.dtype, red.op));
+        opts.setTimeout(timeout_);
+        ::gloo::allreduce(opts);
+      });
+    });
+    if (red.op == ReduceOp::AVG) CpuDivide(p.dtype, recv, p.count, GetSize());
+  }
+
+  // The all-reduces of one group, fused per (dtype, op, factor) into one flat buffer each:
+  // one Gloo call instead of one per tensor. Every rank builds the same buckets from the
+  // same call sequence, so the fused calls match across ranks.
+  void RunFusedAllReduces(const std::vector<PendingAllReduce>& ops) {
+    if (ops.size() == 1) {
+      const auto& o = ops[0];
+      RunAllReduce(o.send, o.recv, o.count, o.dtype, o.red);
+      return;
+    }
+    std::vector<bool> done(ops.size(), false);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (done[i]) continue;
+      std::vector<size_t> bucket;
+      int64_t total = 0;
+      for (size_t j = i; j < ops.size(); ++j) {
+        if (!done[j] && ops[j].dtype == ops[i].dtype && ops[j].red.op == ops[i].red.op &&
+            ops[j].red.premul_factor == ops[i].red.premul_factor) {
+          bucket.push_back(j);
+          done[j] = true;
+          total += ops[j].count;
+        }
+      }
+      size_t es = SizeOf(ops[i].dtype);
+      std::vector<char> flat(static_cast<size_t>(total) * es);
+      size_t off = 0;
+      for (size_t j : bucket) {
+        size_t b = static_cast<size_t>(ops[j].count) * es;
+        if (b) std::memcpy(flat.data() + off, ops[j].send, b);
+        off += b;
+      }
+      RunAllReduce(flat.data(), flat.data(), total, ops[i].dtype, ops[i].red);
+      off = 0;
+      for (size_t j : bucket) {
+        size_t b = static_cast<size_t>(ops[j].count) * es;
+        if (b) std::memcpy(ops[j].recv, flat.data() + off, b);
+        off += b;
+      }
+    }
+  }
+
+  void WaitSend(::gloo::transport::UnboundBuffer* buf, int peer) {
+    GlooCall("send", [&] {
+      if (!buf->waitSend(timeout_)) {
+        PADDLE_THROW(errors::Timeout("Gloo send to rank %d did not complete within %lld ms.",
+                                     peer, static_cast<long long>(timeout_.count())));
+      }
+    });
+  }
+
+  void WaitRecv(::gloo::transport::UnboundBuffer* buf, int* source, int peer) {
+    int src = -1;
+    GlooCall("recv", [&] {
+      if (!buf->waitRecv(&src, timeout_)) {
+        PADDLE_THROW(errors::Timeout(
+            "Gloo recv from rank %d did not complete within %lld ms.", peer,
+            static_cast<long long>(timeout_.count())));
+      }
+    });
+    if (source != nullptr) *source = src;
+  }
+
+  std::shared_ptr<::gloo::rendezvous::Context> ctx_;
+  std::chrono::milliseconds timeout_;
+  // Group state; only the comm stream's thread touches it.
+  int depth_ = 0;
+  std::vector<PendingAllReduce> pending_allreduce_;
+  std::vector<std::unique_ptr<::gloo::transport::UnboundBuffer>> pending_sends_;
+  std::vector<PendingRecv> pending_recvs_;
+};
+
+}  // namespace
+
+std::unique_ptr<CommContext> CreateGlooCommContext(const std::shared_ptr<Store>& store, int gid,
+                                                   int rank, int size,
+                                                   const GlooOptions& options) {
+  auto attr = DeviceAttr(options);
+  auto prefixed = std::make_shared<PrefixStore>("gloo/" + std::to_string(gid), store);
+  GlooStoreAdapter adapter(prefixed);
+  auto ctx = std::make_shared<::gloo::rendezvous::Context>(rank, size);
+  ctx->setTimeout(options.timeout);
+  GlooCall("rendezvous", [&] {
+    auto device = ::gloo::transport::tcp::CreateDevice(attr);
+    ctx->connectFullMesh(adapter, device);
+  });
+  VLOG(1) << "Gloo context for group " << gid << " ready: rank " << rank << "/" << size
+          << " on " << (attr.iface.empty() ? attr.hostname : attr.iface);
+  return std::make_unique<GlooCommContext>(std::move(ctx), options.timeout);
+}
+
+}  // namespace distributed
+}  // namespace phi

@@ -1,0 +1,29 @@
+// The Gloo engine as a CommContext: CPU collectives over TCP, run on a comm stream's
+// worker thread. Includes no Gloo header (the implementation does).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "phi/core/distributed/comm_context.h"
+#include "phi/core/distributed/store/store.h"
+
+namespace phi {
+namespace distributed {
+
+struct GlooOptions {
+  // Address Gloo listens on. Empty: GLOO_SOCKET_IFNAME / PADDLE_GLOO_IFNAME (an interface
+  // name) if set, else 127.0.0.1 when MASTER_ADDR is local or unset, else this host's name.
+  std::string hostname;
+  std::string iface;
+  std::chrono::milliseconds timeout = std::chrono::minutes(30);
+};
+
+// Rendezvouses the full mesh through `store` under "gloo/<gid>/" and returns the context.
+std::unique_ptr<CommContext> CreateGlooCommContext(const std::shared_ptr<Store>& store, int gid,
+                                                   int rank, int size,
+                                                   const GlooOptions& options);
+
+}  // namespace distributed
+}  // namespace phi
