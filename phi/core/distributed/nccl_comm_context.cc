@@ -216,6 +216,12 @@ void* NCCLCommContext::CudaStreamOf(Stream* stream, const char* op) const {
   return handle;
 }
 
+void NCCLCommContext::CheckPeer(int peer, const char* op) const {
+  PADDLE_ENFORCE(peer >= 0 && peer < GetSize(),
+                 errors::OutOfRange("%s: %s with rank %d, outside [0, %d).", describe_.c_str(),
+                                    op, peer, GetSize()));
+}
+
 void NCCLCommContext::Check(ncclResult_t result, const char* what) {
   if (result == ncclInProgress) {
     // Only a non-blocking communicator answers so; inside a group the calls are queued
@@ -317,9 +323,7 @@ void NCCLCommContext::ReduceScatter(const void* send, void* recv, int64_t recv_c
 void NCCLCommContext::Send(const void* send, int64_t count, DataType dtype, int peer, int tag,
                            Stream* stream) {
   auto s = static_cast<cudaStream_t>(CudaStreamOf(stream, "Send"));
-  PADDLE_ENFORCE(peer >= 0 && peer < GetSize(),
-                 errors::OutOfRange("%s: Send to rank %d, outside [0, %d).", describe_.c_str(),
-                                    peer, GetSize()));
+  CheckPeer(peer, "Send");
   NCCLBuffer b = ToNCCLBuffer(dtype, count);
   CudaDeviceGuard guard(device_);
   Check(ncclSend(send, b.count, b.dtype, peer, comm_, s), "ncclSend");
@@ -333,9 +337,7 @@ void NCCLCommContext::Recv(void* recv, int64_t count, DataType dtype, int peer, 
         "%s: receiving from any source is not supported by NCCL; name the source rank.",
         describe_.c_str()));
   }
-  PADDLE_ENFORCE(peer >= 0 && peer < GetSize(),
-                 errors::OutOfRange("%s: Recv from rank %d, outside [0, %d).",
-                                    describe_.c_str(), peer, GetSize()));
+  CheckPeer(peer, "Recv");
   NCCLBuffer b = ToNCCLBuffer(dtype, count);
   CudaDeviceGuard guard(device_);
   Check(ncclRecv(recv, b.count, b.dtype, peer, comm_, s), "ncclRecv");

@@ -93,6 +93,7 @@ class NCCLCommContext : public CommContext {
  private:
   // cudaStream_t of `stream`, after checking it is a CUDA stream on this device.
   void* CudaStreamOf(Stream* stream, const char* op) const;
+  void CheckPeer(int peer, const char* op) const;
   // Turns an NCCL call's result into an exception; for a non-blocking communicator, waits
   // (up to options_.timeout) for ncclInProgress to settle outside a group.
   void Check(ncclResult_t result, const char* what);

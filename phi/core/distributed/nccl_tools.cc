@@ -1,5 +1,6 @@
 #include "phi/core/distributed/nccl_tools.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "phi/core/errors.h"
@@ -113,6 +114,14 @@ NCCLReducePlan PlanNCCLReduction(DataType dtype, int64_t count, const Reduction&
     case ReduceOp::MIN: plan.op = ncclMin; break;
     case ReduceOp::MAX: plan.op = ncclMax; break;
     case ReduceOp::PREMUL_SUM:
+      // NCCL multiplies by the factor converted to the element type; the CPU engine
+      // truncates x * factor. They agree on integers only for an integral factor.
+      if (IsIntegral(dtype) && reduction.premul_factor != std::trunc(reduction.premul_factor)) {
+        PADDLE_THROW(errors::Unimplemented(
+            "PREMUL_SUM on %s with the non-integral factor %g is not supported by the NCCL "
+            "backend (NCCL would truncate the factor, not each product).",
+            DataTypeToString(dtype), reduction.premul_factor));
+      }
       plan.premul = true;
       plan.scalar = EncodeScalar(plan.buffer.dtype, reduction.premul_factor);
       break;

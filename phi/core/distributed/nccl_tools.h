@@ -33,7 +33,7 @@ const char* NCCLDataTypeToString(ncclDataType_t dtype);
 //  - complex: SUM/AVG/PREMUL_SUM over the real view (2x count); other ops are rejected
 //    (CheckReduceSupported);
 //  - BAND/BOR/BXOR on integers and BXOR on bool: UnimplementedError (NCCL has no bitwise
-//    reductions).
+//    reductions); likewise PREMUL_SUM on integers with a non-integral factor.
 struct NCCLReducePlan {
   NCCLBuffer buffer;
   ncclRedOp_t op = ncclSum;  // meaningless when premul
