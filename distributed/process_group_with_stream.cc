@@ -157,7 +157,7 @@ ProcessGroupWithStream::ProcessGroupWithStream(std::shared_ptr<phi::distributed:
     : ProcessGroup(rank, size, gid),
       store_(std::move(store)),
       timeout_(timeout),
-      recorder_(std::make_unique<FlightRecorder>(
+      recorder_(std::make_shared<FlightRecorder>(
           FLAGS_enable_async_trace ? static_cast<size_t>(FLAGS_async_trace_count) : 0)) {
   PADDLE_ENFORCE(size > 0 && rank >= 0 && rank < size,
                  phi::errors::InvalidArgument(
@@ -241,7 +241,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
   desc.seq = ++seq_;
   auto task = std::make_shared<StreamTask>(GetRank(), desc, sync_op, Describe(), calc,
                                            BlockingWait(),
-                                           [this] { return recorder_->Dump(); });
+                                           [recorder = recorder_] { return recorder->Dump(); });
   recorder_->Record(desc, task->state());
   VLOG(3) << Describe() << " issue " << desc.ToString();
 
@@ -327,7 +327,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
 
   auto group_task = std::make_shared<StreamTask>(GetRank(), desc, c->any_sync, Describe(),
                                                  calc, BlockingWait(),
-                                                 [this] { return recorder_->Dump(); });
+                                                 [recorder = recorder_] { return recorder->Dump(); });
   recorder_->Record(desc, group_task->state());
 
   // The job owns the op bodies and their states; the tasks stay with the caller.

@@ -117,7 +117,7 @@ class ProcessGroupWithStream : public ProcessGroup {
   uint64_t seq_ = 0;
   mutable std::map<phi::Place, std::unique_ptr<phi::DeviceContext>> comm_contexts_;
   std::unique_ptr<CoalescingState> coalescing_;  // non-null between Start/EndCoalescing
-  std::unique_ptr<FlightRecorder> recorder_;
+  std::shared_ptr<FlightRecorder> recorder_;  // shared: tasks may outlive the group
 };
 
 }  // namespace distributed
