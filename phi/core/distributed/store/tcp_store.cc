@@ -125,8 +125,10 @@ void TCPStore::Connect() {
         last = e.what();
       }
     }
-    if (Clock::now() + backoff >= deadline) break;
-    std::this_thread::sleep_for(backoff);
+    const auto now = Clock::now();
+    if (now >= deadline) break;
+    // The last sleep is cut to the deadline so the final attempt happens at it.
+    std::this_thread::sleep_for(std::min<Clock::duration>(backoff, deadline - now));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
   PADDLE_THROW(errors::Timeout(

@@ -1,0 +1,218 @@
+// TCPStore over real sockets, with real processes from the harness.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "phi/core/distributed/store/prefix_store.h"
+#include "phi/core/distributed/store/tcp_store.h"
+#include "phi/core/distributed/store/tcp_store_server.h"
+#include "tests/harness/multiprocess.h"
+#include "tests/store/store_conformance.h"
+
+namespace paddle_like {
+namespace testing {
+namespace {
+
+using phi::distributed::PrefixStore;
+using phi::distributed::TCPStore;
+using phi::distributed::TCPStoreServer;
+using std::chrono::milliseconds;
+
+TEST(TCPStoreTest, AllOpsAgainstInProcessMaster) {
+  TCPStore store("127.0.0.1", 0, /*is_master=*/true, /*world_size=*/0, std::chrono::seconds(10));
+  ASSERT_NE(store.port(), 0);
+  ASSERT_NE(store.server(), nullptr);
+  ExerciseStore(store, "solo", /*exclusive=*/true);
+}
+
+TEST(TCPStoreTest, AllOpsFromEveryRankConcurrently) {
+  RunRanks(4, [](const RankContext& ctx) {
+    ExerciseStore(*ctx.store, "rank" + std::to_string(ctx.rank), /*exclusive=*/false);
+    // Cross-process visibility: everyone publishes, everyone reads everyone (multi_get
+    // waits for ranks that are still behind).
+    ctx.store->set("pub/" + std::to_string(ctx.rank), "from-" + std::to_string(ctx.rank));
+    std::vector<std::string> keys;
+    for (int r = 0; r < ctx.world_size; ++r) keys.push_back("pub/" + std::to_string(r));
+    auto values = ctx.store->multi_get(keys);
+    for (int r = 0; r < ctx.world_size; ++r) {
+      EXPECT_EQ(std::string(values[r].begin(), values[r].end()), "from-" + std::to_string(r));
+    }
+  });
+}
+
+TEST(TCPStoreTest, PrefixStoreOverTcpIsolatesNamespaces) {
+  RunRanks(3, [](const RankContext& ctx) {
+    auto group = std::make_shared<PrefixStore>("group" + std::to_string(ctx.rank), ctx.store);
+    ExerciseStore(*group, "ops", /*exclusive=*/false);
+    group->set("same-key", "value-of-" + std::to_string(ctx.rank));
+    ctx.store->add("prefix/done", 1);
+    ctx.store->wait({"prefix/done"});  // exists once anyone added
+    // Each group's key lands under its prefix in the underlying store.
+    for (int r = 0; r < ctx.world_size; ++r) {
+      PrefixStore other("group" + std::to_string(r), ctx.store);
+      EXPECT_EQ(other.get_string("same-key"), "value-of-" + std::to_string(r));
+      EXPECT_EQ(ctx.store->get_string("group" + std::to_string(r) + "/same-key"),
+                "value-of-" + std::to_string(r));
+    }
+  });
+}
+
+TEST(TCPStoreTest, AddFrom16ProcessesSumsExactly) {
+  constexpr int kRanks = 16, kAdds = 100;
+  RunRanks(kRanks, [](const RankContext& ctx) {
+    std::ostringstream mine;
+    for (int i = 0; i < kAdds; ++i) mine << ctx.store->add("counter", 1) << " ";
+    ctx.store->set("returns/" + std::to_string(ctx.rank), mine.str());
+    if (ctx.rank != 0) return;
+    std::vector<std::string> keys;
+    for (int r = 0; r < ctx.world_size; ++r) keys.push_back("returns/" + std::to_string(r));
+    std::multiset<int64_t> seen;
+    for (const auto& v : ctx.store->multi_get(keys)) {
+      std::istringstream in(std::string(v.begin(), v.end()));
+      int64_t x;
+      while (in >> x) seen.insert(x);
+    }
+    // Every add returned a distinct value: exactly 1..N, so no update was lost or doubled.
+    ASSERT_EQ(seen.size(), static_cast<size_t>(kRanks * kAdds));
+    int64_t expect = 1;
+    for (int64_t x : seen) EXPECT_EQ(x, expect++);
+    EXPECT_EQ(ctx.store->add("counter", 0), kRanks * kAdds);
+  });
+}
+
+TEST(TCPStoreTest, WaitAndGetWakeOnSet) {
+  RunRanks(3, [](const RankContext& ctx) {
+    if (ctx.rank == 0) {
+      std::this_thread::sleep_for(milliseconds(400));
+      ctx.store->set("late-key", "here");
+      return;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    if (ctx.rank == 1) {
+      ctx.store->wait({"late-key"}, std::chrono::seconds(30));
+    } else {
+      EXPECT_EQ(ctx.store->get_string("late-key"), "here");
+    }
+    auto waited = std::chrono::steady_clock::now() - t0;
+    // Woken by the set (~400 ms), not by the 30 s / 60 s deadline.
+    EXPECT_GE(waited, milliseconds(300));
+    EXPECT_LT(waited, milliseconds(5000));
+  });
+}
+
+TEST(TCPStoreTest, GetOnMissingKeyTimesOutNamingKeyHostAndTime) {
+  TCPStore store("127.0.0.1", 0, true, 0, milliseconds(300));
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    store.get("no/such/key");
+    FAIL() << "get did not time out";
+  } catch (const phi::TimeoutError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("no/such/key"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("127.0.0.1:" + std::to_string(store.port())), std::string::npos) << msg;
+    EXPECT_NE(msg.find(" ms"), std::string::npos) << msg;
+  }
+  auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(waited, milliseconds(290));
+  EXPECT_LT(waited, milliseconds(3000));
+  // The connection is still usable after a timeout.
+  store.set("k", "v");
+  EXPECT_EQ(store.get_string("k"), "v");
+}
+
+uint16_t FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+TEST(TCPStoreTest, ClientRetriesUntilLateServerStarts) {
+  const uint16_t port = FreePort();
+  RunRanks(2, [port](const RankContext& ctx) {
+    if (ctx.rank == 1) {
+      // The server appears 1.5 s after the client started connecting.
+      std::this_thread::sleep_for(milliseconds(1500));
+      TCPStoreServer server("127.0.0.1", port);
+      TCPStore mine("127.0.0.1", port, false, 0, std::chrono::seconds(10));
+      EXPECT_EQ(mine.get_string("from-late-client"), "made-it");
+      ctx.store->set("late-server/done", "1");
+      return;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    TCPStore client("127.0.0.1", port, false, 0, std::chrono::seconds(10));
+    EXPECT_GE(std::chrono::steady_clock::now() - t0, milliseconds(1000));
+    client.set("from-late-client", "made-it");
+    ctx.store->wait({"late-server/done"});
+  });
+}
+
+TEST(TCPStoreTest, ConnectGivesUpAfterTimeoutNamingAddress) {
+  const uint16_t port = FreePort();
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    TCPStore client("127.0.0.1", port, false, 0, milliseconds(500));
+    FAIL() << "connected to a port nobody listens on";
+  } catch (const phi::TimeoutError& e) {
+    EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(port)),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, milliseconds(400));
+}
+
+TEST(TCPStoreTest, ServerBindsOnlyTheGivenAddressAndAdoptsFds) {
+  TCPStoreServer server("127.0.0.1", 0);
+  ASSERT_TRUE(server.running());
+  EXPECT_EQ(server.host(), "127.0.0.1");
+  // A second server cannot take the same address.
+  EXPECT_THROW(TCPStoreServer("127.0.0.1", server.port()), phi::UnavailableError);
+
+  // Adopting a listening socket bound by someone else (a launcher).
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(listen(fd, 16), 0);
+  TCPStoreServer adopted;
+  adopted.StartWithListeningFd(fd, "127.0.0.1");
+  TCPStore client("127.0.0.1", adopted.port(), false, 0, std::chrono::seconds(5));
+  client.set("a", "b");
+  EXPECT_EQ(client.get_string("a"), "b");
+}
+
+TEST(TCPStoreTest, MasterWaitsForAllWorkers) {
+  RunRanks(3, [](const RankContext& ctx) {
+    if (ctx.rank == 0) ctx.store->set("port", std::to_string(FreePort()));
+    const uint16_t port = static_cast<uint16_t>(std::stoi(ctx.store->get_string("port")));
+    if (ctx.rank == 2) std::this_thread::sleep_for(milliseconds(500));
+    auto t0 = std::chrono::steady_clock::now();
+    TCPStore store("127.0.0.1", port, ctx.rank == 0, 3, std::chrono::seconds(20));
+    if (ctx.rank == 0) {
+      EXPECT_GE(std::chrono::steady_clock::now() - t0, milliseconds(400));
+      EXPECT_EQ(store.add("__tcpstore_init/workers", 0), 3);
+    }
+    // Keep the master alive until every worker is done with it.
+    ctx.store->add("workers-done", 1);
+    if (ctx.rank == 0) {
+      while (ctx.store->add("workers-done", 0) < 3) std::this_thread::sleep_for(milliseconds(5));
+    }
+  });
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace paddle_like
