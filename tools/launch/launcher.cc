@@ -1,0 +1,421 @@
+#include "tools/launch/launcher.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "phi/core/distributed/store/rendezvous.h"
+#include "phi/core/distributed/store/store_auth.h"
+#include "phi/core/distributed/store/tcp_store_server.h"
+#include "tools/launch/output_relay.h"
+
+extern char** environ;
+
+namespace paddle_like {
+namespace launch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// ------------------------------------------------------------------ signals: a self-pipe
+int g_signal_pipe[2] = {-1, -1};
+
+void OnSignal(int sig) {
+  int saved = errno;
+  unsigned char b = static_cast<unsigned char>(sig);
+  ssize_t ignored = ::write(g_signal_pipe[1], &b, 1);
+  (void)ignored;
+  errno = saved;
+}
+
+void InstallSignalHandlers() {
+  if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    std::perror("launch: pipe2");
+    std::exit(1);
+  }
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaction(s, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+std::string SignalName(int sig) {
+  static const std::map<int, const char*> names = {
+      {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
+      {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},   {SIGKILL, "SIGKILL"},
+      {SIGSEGV, "SIGSEGV"}, {SIGPIPE, "SIGPIPE"}, {SIGTERM, "SIGTERM"}, {SIGUSR1, "SIGUSR1"},
+      {SIGUSR2, "SIGUSR2"}};
+  auto it = names.find(sig);
+  return it != names.end() ? it->second : "signal " + std::to_string(sig);
+}
+
+// "exited with code 3" / "was killed by signal 11 (SIGSEGV)".
+std::string DescribeStatus(int status) {
+  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    int s = WTERMSIG(status);
+    return "was killed by signal " + std::to_string(s) + " (" + SignalName(s) + ")";
+  }
+  return "ended with status " + std::to_string(status);
+}
+
+int ExitCodeOf(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+void Say(const std::string& msg) { WriteAll(2, "launch: " + msg + "\n"); }
+
+// ------------------------------------------------------------------ one rank
+struct Rank {
+  int rank = 0;
+  int local_rank = 0;
+  pid_t pid = -1;
+  bool pgroup = false;  // pid leads its own process group
+  bool running = false;
+  int status = 0;
+  int log_fd = -1;
+  std::unique_ptr<OutputRelay> out, err;
+
+  void Signal(int sig) const {
+    if (pid <= 0) return;
+    if (pgroup && ::kill(-pid, sig) == 0) return;
+    if (running) ::kill(pid, sig);
+  }
+};
+
+// The environment every rank gets: ours without the variables the launcher owns, then those.
+std::vector<std::string> RankEnvironment(const LaunchOptions& o, int rank, int local_rank,
+                                         const std::string& master_addr, int master_port) {
+  std::map<std::string, std::string> set = {
+      {"RANK", std::to_string(rank)},
+      {"LOCAL_RANK", std::to_string(local_rank)},
+      {"WORLD_SIZE", std::to_string(o.world_size())},
+      {"LOCAL_WORLD_SIZE", std::to_string(o.nproc_per_node)},
+      {"GROUP_RANK", std::to_string(o.node_rank)},
+      {"MASTER_ADDR", master_addr},
+      {"MASTER_PORT", std::to_string(master_port)},
+      {"PADDLE_TRAINER_ID", std::to_string(rank)},
+      {"PADDLE_TRAINERS_NUM", std::to_string(o.world_size())},
+      {"PADDLE_RANK_IN_NODE", std::to_string(local_rank)},
+      {"PADDLE_LOCAL_SIZE", std::to_string(o.nproc_per_node)},
+      {"PADDLE_NNODES", std::to_string(o.nnodes)},
+      {"PADDLE_MASTER", (master_addr.find(':') != std::string::npos
+                             ? "[" + master_addr + "]"
+                             : master_addr) + ":" + std::to_string(master_port)},
+      // The launcher on node 0 runs the store server: rank 0 must not start another.
+      {phi::distributed::kStoreHostedEnv, "1"},
+  };
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string kv = *e;
+    std::string key = kv.substr(0, kv.find('='));
+    if (set.count(key) == 0) env.push_back(kv);
+  }
+  for (const auto& kv : set) env.push_back(kv.first + "=" + kv.second);
+  if (std::getenv("PYTHONUNBUFFERED") == nullptr) env.push_back("PYTHONUNBUFFERED=1");
+  return env;
+}
+
+bool MakeDirs(const std::string& path) {
+  std::string cur;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    cur = path.substr(0, pos);
+    if (cur.empty()) continue;
+    if (::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) return false;
+  }
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// Forks and execs one rank. Between fork and exec only async-signal-safe calls: everything
+// the child needs is prepared here.
+bool Spawn(Rank* r, const std::vector<std::string>& argv_s, const std::vector<std::string>& env_s,
+           pid_t launcher_pid) {
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return false;
+  if (::pipe2(err, O_CLOEXEC) != 0) {
+    ::close(out[0]);
+    ::close(out[1]);
+    return false;
+  }
+  std::vector<char*> argv, envp;
+  for (const auto& a : argv_s) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : env_s) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  std::string exec_fail = "launch: cannot execute '" + argv_s[0] + "': ";
+
+  // Signals stay blocked across fork until the child has dropped the launcher's handlers
+  // (which write to the launcher's self-pipe).
+  sigset_t all, old;
+  sigfillset(&all);
+  ::sigprocmask(SIG_BLOCK, &all, &old);
+  pid_t pid = ::fork();
+  if (pid != 0) ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  if (pid < 0) {
+    for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
+    return false;
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);  // its own group: a terminal's Ctrl-C reaches the launcher only
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the launcher killed with SIGKILL leaves no rank
+    if (::getppid() != launcher_pid) ::_exit(126);
+    struct sigaction dfl;
+    std::memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE}) ::sigaction(s, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    ::execvpe(argv[0], argv.data(), envp.data());
+    int e = errno;
+    ssize_t ignored = ::write(2, exec_fail.data(), exec_fail.size());
+    const char* why = std::strerror(e);
+    ignored = ::write(2, why, std::strlen(why));
+    ignored = ::write(2, "\n", 1);
+    (void)ignored;
+    ::_exit(127);
+  }
+  // Also from the parent, so the group exists before we might signal it.
+  r->pgroup = ::setpgid(pid, pid) == 0 || errno == EACCES;
+  r->pid = pid;
+  r->running = true;
+  ::close(out[1]);
+  ::close(err[1]);
+  for (int fd : {out[0], err[0]}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  std::string prefix = "[rank " + std::to_string(r->rank) + "] ";
+  r->out = std::make_unique<OutputRelay>(out[0], 1, r->log_fd, prefix);
+  r->err = std::make_unique<OutputRelay>(err[0], 2, r->log_fd, prefix);
+  return true;
+}
+
+int MsUntil(Clock::time_point t) {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now()).count();
+  return ms < 0 ? 0 : static_cast<int>(ms) + 1;
+}
+
+}  // namespace
+
+int RunJob(const LaunchOptions& o) {
+  InstallSignalHandlers();
+  const pid_t self = ::getpid();
+
+  // A single-node job gets a fresh shared secret for its store unless one is set; a
+  // multi-node job uses PADDLE_STORE_TOKEN as given (the same on every node).
+  if (o.nnodes == 1 && phi::distributed::StoreTokenFromEnv().empty()) {
+    static const char* hex = "0123456789abcdef";
+    std::string token;
+    for (uint8_t b : phi::distributed::RandomBytes(16)) {
+      token += hex[b >> 4];
+      token += hex[b & 15];
+    }
+    ::setenv(phi::distributed::kStoreTokenEnv, token.c_str(), 1);
+  }
+
+  std::unique_ptr<phi::distributed::TCPStoreServer> server;
+  int port = o.master_port;
+  if (o.node_rank == 0) {
+    server = std::make_unique<phi::distributed::TCPStoreServer>();
+    try {
+      server->Start(o.master_addr, static_cast<uint16_t>(o.master_port));
+    } catch (const std::exception& e) {
+      Say(std::string("cannot host the store: ") + e.what());
+      return 1;
+    }
+    port = server->port();
+  }
+
+  std::vector<Rank> ranks(o.nproc_per_node);
+  if (!o.log_dir.empty() && !MakeDirs(o.log_dir)) {
+    Say("cannot create --log_dir '" + o.log_dir + "': " + std::strerror(errno));
+    return 1;
+  }
+  if (!o.quiet) {
+    Say(std::to_string(o.nproc_per_node) + " rank(s) on node " + std::to_string(o.node_rank) +
+        " of " + std::to_string(o.nnodes) + ", world size " + std::to_string(o.world_size()) +
+        ", store " + (server ? "hosted" : "reached") + " at " + o.master_addr + ":" +
+        std::to_string(port));
+  }
+
+  bool stopping = false;       // the ranks have been told to stop
+  bool killed = false;         // SIGKILL sent
+  int stop_signal = 0;         // the signal that stopped the launcher
+  int first_failed = -1;       // index into ranks
+  Clock::time_point kill_at{};
+  auto grace = std::chrono::milliseconds(static_cast<int64_t>(o.grace_s * 1000));
+  char grace_buf[32];
+  std::snprintf(grace_buf, sizeof(grace_buf), "%g", o.grace_s);
+  const std::string grace_text = grace_buf;
+
+  auto stop_all = [&](int sig) {
+    stopping = true;
+    kill_at = Clock::now() + grace;
+    for (auto& r : ranks) {
+      if (r.running) r.Signal(sig);
+    }
+  };
+
+  for (int i = 0; i < o.nproc_per_node; ++i) {
+    Rank& r = ranks[i];
+    r.local_rank = i;
+    r.rank = o.node_rank * o.nproc_per_node + i;
+    if (!o.log_dir.empty()) {
+      std::string path = o.log_dir + "/rank_" + std::to_string(r.rank) + ".log";
+      r.log_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (r.log_fd < 0) Say("cannot open " + path + ": " + std::strerror(errno));
+    }
+    auto env = RankEnvironment(o, r.rank, r.local_rank, o.master_addr, port);
+    if (!Spawn(&r, o.command, env, self)) {
+      Say("cannot start rank " + std::to_string(r.rank) + ": " + std::strerror(errno));
+      first_failed = i;
+      stop_all(SIGTERM);
+      break;
+    }
+  }
+
+  std::optional<Clock::time_point> drain_until;
+  for (;;) {
+    // Reap.
+    int alive = 0;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      Rank& r = ranks[i];
+      if (!r.running) continue;
+      int st = 0;
+      pid_t w = ::waitpid(r.pid, &st, WNOHANG);
+      if (w == r.pid) {
+        r.running = false;
+        r.status = st;
+        // What it wrote before it ended comes before the launcher's word on it.
+        for (OutputRelay* rl : {r.out.get(), r.err.get()}) {
+          if (rl && rl->open()) rl->OnReadable();
+        }
+        bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+        if (!ok && !stopping) {
+          first_failed = static_cast<int>(i);
+          Say("rank " + std::to_string(r.rank) + " " + DescribeStatus(st) +
+              (ranks.size() > 1 ? "; stopping the other ranks" : ""));
+          stop_all(SIGTERM);
+        }
+      } else {
+        ++alive;
+      }
+    }
+    if (stopping && !killed && alive > 0 && Clock::now() >= kill_at) {
+      for (auto& r : ranks) {
+        if (r.running) {
+          Say("rank " + std::to_string(r.rank) + " still running " + grace_text +
+              " s after SIGTERM; sending SIGKILL");
+        }
+      }
+      for (auto& r : ranks) r.Signal(SIGKILL);
+      killed = true;
+    }
+
+    std::vector<pollfd> fds;
+    std::vector<OutputRelay*> relays;
+    fds.push_back({g_signal_pipe[0], POLLIN, 0});
+    for (auto& r : ranks) {
+      for (OutputRelay* rl : {r.out.get(), r.err.get()}) {
+        if (rl && rl->open()) {
+          fds.push_back({rl->fd(), POLLIN, 0});
+          relays.push_back(rl);
+        }
+      }
+    }
+    if (alive == 0) {
+      // Every rank is gone; output still in the pipes is drained, but a descendant that
+      // keeps a pipe open cannot hold the launcher for long.
+      if (relays.empty()) break;
+      if (!drain_until) drain_until = Clock::now() + std::chrono::seconds(1);
+      if (Clock::now() >= *drain_until) break;
+    }
+    int timeout = -1;
+    if (stopping && !killed && alive > 0) timeout = MsUntil(kill_at);
+    if (drain_until) timeout = MsUntil(*drain_until);
+    int n = ::poll(fds.data(), fds.size(), timeout);
+    if (n < 0 && errno != EINTR) {
+      std::perror("launch: poll");
+      break;
+    }
+    if (n <= 0) continue;
+    if (fds[0].revents & POLLIN) {
+      unsigned char sigs[64];
+      ssize_t got;
+      while ((got = ::read(g_signal_pipe[0], sigs, sizeof(sigs))) > 0) {
+        for (ssize_t k = 0; k < got; ++k) {
+          int sig = sigs[k];
+          if (sig == SIGCHLD) continue;  // reaped at the top of the loop
+          if (!stopping) {
+            stop_signal = sig;
+            Say("received " + SignalName(sig) + "; forwarding it to every rank");
+            stop_all(sig);
+          } else if (!killed) {
+            Say("received " + SignalName(sig) + " again; sending SIGKILL to every rank");
+            for (auto& r : ranks) r.Signal(SIGKILL);
+            killed = true;
+          }
+        }
+      }
+    }
+    for (size_t k = 1; k < fds.size(); ++k) {
+      if (fds[k].revents & (POLLIN | POLLHUP | POLLERR)) relays[k - 1]->OnReadable();
+    }
+  }
+
+  // A rank's own descendants (a shell's children) go too when the job failed or was stopped.
+  if (stopping) {
+    for (auto& r : ranks) {
+      if (r.pgroup && r.pid > 0) ::kill(-r.pid, SIGKILL);
+    }
+  }
+  for (auto& r : ranks) {
+    r.out.reset();
+    r.err.reset();
+    if (r.log_fd >= 0) ::close(r.log_fd);
+  }
+  if (server) server->Stop();
+
+  if (first_failed >= 0) {
+    const Rank& r = ranks[first_failed];
+    if (r.pid <= 0) return 1;
+    Say("job failed: rank " + std::to_string(r.rank) + " " + DescribeStatus(r.status));
+    return ExitCodeOf(r.status) != 0 ? ExitCodeOf(r.status) : 1;
+  }
+  if (stop_signal != 0) {
+    Say("job stopped by " + SignalName(stop_signal));
+    return 128 + stop_signal;
+  }
+  for (const auto& r : ranks) {
+    if (!(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0)) return ExitCodeOf(r.status);
+  }
+  return 0;
+}
+
+}  // namespace launch
+}  // namespace paddle_like
