@@ -4,6 +4,7 @@
 
 #include <glog/logging.h>
 
+#include "distributed/collective_fingerprint.h"
 #include "distributed/flight_recorder.h"
 #include "distributed/stream_task.h"
 #include "phi/core/errors.h"
@@ -163,6 +164,9 @@ ProcessGroupWithStream::ProcessGroupWithStream(std::shared_ptr<phi::distributed:
                  phi::errors::InvalidArgument(
                      "A process group needs 0 <= rank < size, got rank %d, size %d.", rank,
                      size));
+  if (FLAGS_check_collective_mismatch && store_) {
+    checker_ = std::make_unique<CollectiveFingerprintChecker>(store_, gid, rank, size, timeout);
+  }
 }
 
 ProcessGroupWithStream::~ProcessGroupWithStream() { ShutdownStreams(); }
@@ -219,6 +223,12 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
                                                   CommFn fn, bool sync_op,
                                                   bool use_calc_stream) {
   CheckPlace(place);
+  if (checker_) {  // before the communicator exists, so a missing rank is named here
+    std::lock_guard<std::mutex> lk(mu_);
+    OpDesc next = desc;
+    next.seq = seq_ + 1;
+    checker_->Check(next, Describe());
+  }
   CommContext* comm = GetOrCreateCommContext(place);
   phi::Stream* calc = phi::DeviceContextPool::Instance().Get(place)->stream();
   phi::Stream* stream = use_calc_stream ? calc : CommDeviceContext(place)->stream();
@@ -735,9 +745,14 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Barrier(const BarrierOptions& opts
   phi::Place place = BarrierPlace(opts);
   DenseTensor flag(place, DataType::FLOAT32, phi::DDim({1}));
   phi::Fill(&flag, 0.0);
-  auto task = AllReduce(&flag, flag, AllreduceOptions{}, /*sync_op=*/true, false);
-  // The tensor dies here; its block stays reserved until the comm stream passes the op.
-  return task;
+  void* p = flag.data();
+  OpDesc d{CommType::BARRIER, 0, 1, 1, DataType::FLOAT32, -1};
+  // The tensor dies on return; its block stays reserved until the stream passes the op.
+  return Run(d, place, {&flag},
+             [p](CommContext* c, phi::Stream* s, TaskState*) {
+               c->AllReduce(p, p, 1, DataType::FLOAT32, Reduction{}, s);
+             },
+             /*sync_op=*/true, /*use_calc_stream=*/false);
 }
 
 }  // namespace distributed

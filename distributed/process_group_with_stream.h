@@ -23,6 +23,7 @@
 namespace paddle_like {
 namespace distributed {
 
+class CollectiveFingerprintChecker;
 class FlightRecorder;
 struct OpDesc;
 struct TaskState;
@@ -117,7 +118,8 @@ class ProcessGroupWithStream : public ProcessGroup {
   uint64_t seq_ = 0;
   mutable std::map<phi::Place, std::unique_ptr<phi::DeviceContext>> comm_contexts_;
   std::unique_ptr<CoalescingState> coalescing_;  // non-null between Start/EndCoalescing
-  std::shared_ptr<FlightRecorder> recorder_;  // shared: tasks may outlive the group
+  std::shared_ptr<FlightRecorder> recorder_;
+  std::unique_ptr<CollectiveFingerprintChecker> checker_;  // FLAGS_check_collective_mismatch  // shared: tasks may outlive the group
 };
 
 }  // namespace distributed

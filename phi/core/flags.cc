@@ -14,6 +14,8 @@ DEFINE_int32(async_trace_count, 256, "Ops kept per group in the flight recorder"
 DEFINE_bool(eager_communication_connection, false,
             "Create communicators when a process group is constructed");
 DEFINE_bool(benchmark, false, "Synchronize after each collective");
+DEFINE_bool(check_collective_mismatch, false,
+            "Check that all ranks run the same collective (op, seq, dtype, size, root)");
 DEFINE_int32(default_group_timeout_s, 1800, "Default process-group timeout in seconds");
 DEFINE_int32(max_pending_stream_frees, 4096,
              "Deferred frees kept before the allocator waits on the oldest");

@@ -16,6 +16,9 @@ DECLARE_int32(async_trace_count);
 DECLARE_bool(eager_communication_connection);
 // Synchronize after every collective (debugging, benchmarks).
 DECLARE_bool(benchmark);
+// Compare every collective's fingerprint across ranks through the store before issuing it
+// (debugging aid: names mismatched and missing ranks; one store round trip per op).
+DECLARE_bool(check_collective_mismatch);
 // Default timeout of a process group, in seconds.
 DECLARE_int32(default_group_timeout_s);
 // Bound on allocations whose free waits for a stream; past it the oldest are waited for.

@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include "distributed/process_group_gloo.h"
+#include "phi/core/flags.h"
 #include "tests/distributed/collective_test_util.h"
 #include "tests/harness/multiprocess.h"
 
@@ -84,6 +85,88 @@ TEST(GlooFaults, CollectiveOneRankNeverCallsTimesOutNamingTheOp) {
       EXPECT_LT(Clock::now() - start, std::chrono::seconds(7));
     }
     ctx.store->set("rank0_done", "1");
+  });
+}
+
+TEST(GlooFaults, WaitHonoursItsDeadlineAndTheOpCanStillFinish) {
+  RunRanks(2, [](const RankContext& ctx) {
+    ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, std::chrono::seconds(30));
+    pg.Barrier()->Wait();
+    DenseTensor t = MakeInput(DataType::FLOAT64, 32, ctx.rank, ReduceOp::SUM);
+    if (ctx.rank == 1) {
+      ctx.store->wait({"waited"});
+      pg.AllReduce(&t, t, {}, true);
+      return;
+    }
+    auto task = pg.AllReduce(&t, t, {}, false);
+    auto start = Clock::now();
+    try {
+      task->Wait(std::chrono::milliseconds(300));
+      ADD_FAILURE() << "Wait returned although the peer has not joined";
+    } catch (const phi::TimeoutError& e) {
+      std::string msg = e.what();
+      auto waited = Clock::now() - start;
+      EXPECT_GE(waited, std::chrono::milliseconds(290));
+      EXPECT_LT(waited, std::chrono::seconds(3));
+      EXPECT_NE(msg.find("AllReduce seq 2"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("within 300 ms"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("flight recorder"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("Barrier"), std::string::npos) << "recorder lacks the barrier: " << msg;
+    }
+    EXPECT_FALSE(task->IsCompleted());
+    ctx.store->set("waited", "1");
+    EXPECT_TRUE(task->Wait(std::chrono::seconds(20)));
+    std::vector<Val> ref(32);
+    for (int64_t i = 0; i < 32; ++i) ref[i] = ReduceRef(DataType::FLOAT64, ReduceOp::SUM, 2, i, 1.0);
+    ExpectClose(t, ref, "allreduce after a timed-out wait");
+  });
+}
+
+TEST(GlooFaults, MismatchedCollectivesAreNamedOnEveryRank) {
+  RunRanks(3, [](const RankContext& ctx) {
+    FLAGS_check_collective_mismatch = true;
+    ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 3, std::chrono::seconds(10));
+    DenseTensor t = MakeInput(DataType::FLOAT32, 8, ctx.rank, ReduceOp::SUM);
+    pg.AllReduce(&t, t, {}, true);  // agreeing ops pass the check
+    try {
+      if (ctx.rank == 1) {
+        pg.Broadcast(&t, t, {0, 0}, true);
+      } else {
+        pg.AllReduce(&t, t, {}, true);
+      }
+      ADD_FAILURE() << "rank " << ctx.rank << ": mismatch not detected";
+    } catch (const phi::InvalidArgumentError& e) {
+      std::string msg = e.what();
+      EXPECT_NE(msg.find("Detected mismatch between collectives"), std::string::npos) << msg;
+      if (ctx.rank == 1) {
+        EXPECT_NE(msg.find("Rank 1 is running collective: Broadcast seq 2"), std::string::npos) << msg;
+      } else {
+        EXPECT_NE(msg.find("Rank 1 is running collective: Broadcast seq 2"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("AllReduce seq 2"), std::string::npos) << msg;
+      }
+    }
+  });
+}
+
+TEST(GlooFaults, CollectiveCheckNamesTheRankThatNeverArrives) {
+  RunRanks(3, [](const RankContext& ctx) {
+    FLAGS_check_collective_mismatch = true;
+    ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 4, std::chrono::seconds(2));
+    DenseTensor t = MakeInput(DataType::FLOAT32, 8, ctx.rank, ReduceOp::SUM);
+    if (ctx.rank == 2) {
+      ctx.store->add("done", 0);
+      ctx.store->wait({"others_done"}, std::chrono::seconds(30));
+      return;
+    }
+    try {
+      pg.AllReduce(&t, t, {}, true);
+      ADD_FAILURE() << "allreduce without rank 2 returned";
+    } catch (const phi::TimeoutError& e) {
+      EXPECT_NE(std::string(e.what()).find("rank(s) 2 did not reach AllReduce seq 1"),
+                std::string::npos)
+          << e.what();
+    }
+    if (ctx.store->add("done", 1) == 2) ctx.store->set("others_done", "1");
   });
 }
 

@@ -36,9 +36,21 @@ class GlooStoreAdapter : public ::gloo::rendezvous::Store {
     auto v = store_->get(key);
     return std::vector<char>(v.begin(), v.end());
   }
-  void wait(const std::vector<std::string>& keys) override { store_->wait(keys); }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, store_->timeout()); }
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& t) override {
-    store_->wait(keys, t);
+    try {
+      store_->wait(keys, t);
+    } catch (const TimeoutError& e) {
+      // Gloo's full-mesh keys are the ranks: say which ranks never arrived.
+      std::string missing;
+      for (const auto& k : keys) {
+        if (!store_->check({k})) missing += (missing.empty() ? "" : ", ") + k;
+      }
+      PADDLE_THROW(errors::Timeout(
+          "Gloo rendezvous: rank(s) %s did not arrive within %lld ms (they died, hang, or "
+          "never created this group). Store said: %s",
+          missing.c_str(), static_cast<long long>(t.count()), e.what()));
+    }
   }
 
  private:

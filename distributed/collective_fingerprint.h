@@ -1,0 +1,39 @@
+// Debug check that every rank runs the same collective (FLAGS_check_collective_mismatch),
+// in the manner of c10d's fingerprints: before each collective the ranks exchange op type,
+// sequence number, dtype, per-rank size and root through the store and compare.
+// A mismatch raises InvalidArgument on every rank, naming the ranks and both ops; a rank
+// that never arrives makes the others raise Timeout naming it. Costs a store round trip
+// per op: a debugging aid, off by default.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "distributed/stream_task.h"
+#include "phi/core/distributed/store/store.h"
+
+namespace paddle_like {
+namespace distributed {
+
+class CollectiveFingerprintChecker {
+ public:
+  CollectiveFingerprintChecker(std::shared_ptr<phi::distributed::Store> store, int gid, int rank,
+                               int size, std::chrono::milliseconds timeout);
+  // Compares `desc` with the same sequence number on every rank. P2P ops are not compared
+  // (their peers legitimately differ).
+  void Check(const OpDesc& desc, const std::string& group_desc);
+
+  // The part of an op that must agree across ranks.
+  static std::string Fingerprint(const OpDesc& desc);
+
+ private:
+  std::string Key(uint64_t seq, int rank) const;
+  std::shared_ptr<phi::distributed::Store> store_;
+  int gid_, rank_, size_;
+  std::chrono::milliseconds timeout_;
+  uint64_t last_checked_ = 0;
+};
+
+}  // namespace distributed
+}  // namespace paddle_like
