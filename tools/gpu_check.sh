@@ -65,7 +65,11 @@ if ! grep -q "^-- GPU: CUDA" "$LOGS/configure.log"; then
 fi
 
 step "build gpu_tests (-j$JOBS)"
-cmake --build "$BUILD" -j "$JOBS" --target gpu_tests 2>&1 | tee "$LOGS/build.log" | tail -5
+if ! cmake --build "$BUILD" -j "$JOBS" --target gpu_tests >"$LOGS/build.log" 2>&1; then
+  tail -60 "$LOGS/build.log"
+  fail "the build of gpu_tests failed (see $LOGS/build.log)"
+fi
+tail -3 "$LOGS/build.log"
 # comm_bench is optional: used for the benchmark when it builds and speaks NCCL.
 HAVE_COMM_BENCH=0
 if cmake --build "$BUILD" -j "$JOBS" --target comm_bench >"$LOGS/build_comm_bench.log" 2>&1; then
