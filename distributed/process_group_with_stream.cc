@@ -195,9 +195,13 @@ uint64_t ProcessGroupWithStream::seq() const {
 
 std::string ProcessGroupWithStream::DumpRecentOps() const { return recorder_->Dump(); }
 
-std::string ProcessGroupWithStream::Describe() const {
-  return "ProcessGroup" + GetBackendName() + "(gid " + std::to_string(GetGid()) + ", rank " +
-         std::to_string(GetRank()) + "/" + std::to_string(GetSize()) + ")";
+const std::shared_ptr<const std::string>& ProcessGroupWithStream::DescribePtr() const {
+  std::call_once(describe_once_, [this] {
+    describe_ = std::make_shared<const std::string>(
+        "ProcessGroup" + GetBackendName() + "(gid " + std::to_string(GetGid()) + ", rank " +
+        std::to_string(GetRank()) + "/" + std::to_string(GetSize()) + ")");
+  });
+  return describe_;
 }
 
 bool ProcessGroupWithStream::BlockingWait() const { return FLAGS_comm_blocking_wait; }
@@ -249,11 +253,11 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
 
   std::unique_lock<std::mutex> lk(mu_);
   desc.seq = ++seq_;
-  auto task = std::make_shared<StreamTask>(GetRank(), desc, sync_op, Describe(), calc,
+  auto task = std::make_shared<StreamTask>(GetRank(), desc, sync_op, DescribePtr(), calc,
                                            BlockingWait(),
                                            [recorder = recorder_] { return recorder->Dump(); });
   recorder_->Record(desc, task->state());
-  VLOG(3) << Describe() << " issue " << desc.ToString();
+  VLOG(3) << Describe() << " issue " << (VLOG_IS_ON(3) ? desc.ToString() : "");
 
   if (coalescing_) {
     auto& c = *coalescing_;
@@ -326,7 +330,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
   desc.numel_in = static_cast<int64_t>(c->jobs.size());  // ops in the group
   if (c->jobs.empty()) {  // nothing to issue: a task that is already complete
     phi::Stream* host = phi::DeviceContextPool::Instance().Get(phi::CPUPlace())->stream();
-    auto done = std::make_shared<StreamTask>(GetRank(), desc, false, Describe(), host, false,
+    auto done = std::make_shared<StreamTask>(GetRank(), desc, false, DescribePtr(), host, false,
                                              nullptr);
     done->Issue(std::shared_ptr<phi::Event>(host->CreateEvent()), host, {});
     return done;
@@ -335,7 +339,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
   phi::Stream* calc = phi::DeviceContextPool::Instance().Get(c->place)->stream();
   phi::Stream* stream = c->use_calc_stream ? calc : CommDeviceContext(c->place)->stream();
 
-  auto group_task = std::make_shared<StreamTask>(GetRank(), desc, c->any_sync, Describe(),
+  auto group_task = std::make_shared<StreamTask>(GetRank(), desc, c->any_sync, DescribePtr(),
                                                  calc, BlockingWait(),
                                                  [recorder = recorder_] { return recorder->Dump(); });
   recorder_->Record(desc, group_task->state());

@@ -103,7 +103,9 @@ class ProcessGroupWithStream : public ProcessGroup {
   // first in its destructor, while its communicator still exists.
   void ShutdownStreams();
   // "ProcessGroupGloo(gid 0, rank 1/4)": the prefix of every message about this group.
-  std::string Describe() const;
+  const std::string& Describe() const { return *DescribePtr(); }
+  // The same string, shared with tasks (built once: it is in every task and message).
+  const std::shared_ptr<const std::string>& DescribePtr() const;
 
  private:
   using CommFn =
@@ -119,7 +121,9 @@ class ProcessGroupWithStream : public ProcessGroup {
   mutable std::map<phi::Place, std::unique_ptr<phi::DeviceContext>> comm_contexts_;
   std::unique_ptr<CoalescingState> coalescing_;  // non-null between Start/EndCoalescing
   std::shared_ptr<FlightRecorder> recorder_;
-  std::unique_ptr<CollectiveFingerprintChecker> checker_;  // FLAGS_check_collective_mismatch  // shared: tasks may outlive the group
+  std::unique_ptr<CollectiveFingerprintChecker> checker_;
+  mutable std::once_flag describe_once_;
+  mutable std::shared_ptr<const std::string> describe_;  // FLAGS_check_collective_mismatch  // shared: tasks may outlive the group
 };
 
 }  // namespace distributed

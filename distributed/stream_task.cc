@@ -46,7 +46,8 @@ void TaskState::MarkFinished(TaskStatus s) {
   status.store(s);
 }
 
-StreamTask::StreamTask(int rank, OpDesc desc, bool sync_op, std::string group_desc,
+StreamTask::StreamTask(int rank, OpDesc desc, bool sync_op,
+                       std::shared_ptr<const std::string> group_desc,
                        phi::Stream* calc_stream, bool blocking_wait,
                        std::function<std::string()> recent_ops)
     : Task(rank, desc.type, sync_op),
@@ -71,12 +72,12 @@ void StreamTask::CheckIssued() const {
       end_event_, phi::errors::PreconditionNotMet(
                       "%s: %s was issued inside StartCoalescing(); wait for it after "
                       "EndCoalescing().",
-                      group_desc_.c_str(), desc_.ToString().c_str()));
+                      group_desc_->c_str(), desc_.ToString().c_str()));
 }
 
 void StreamTask::RethrowIfFailed() const {
   if (auto e = state_->error()) {
-    phi::RethrowWithContext(e, group_desc_ + ": " + desc_.ToString() + " failed");
+    phi::RethrowWithContext(e, *group_desc_ + ": " + desc_.ToString() + " failed");
   }
 }
 
@@ -91,7 +92,7 @@ void StreamTask::HostWait(std::chrono::milliseconds timeout) {
   try {
     end_event_->Synchronize(timeout);
   } catch (const phi::TimeoutError& e) {
-    std::string msg = group_desc_ + ": " + desc_.ToString() + " did not complete within " +
+    std::string msg = *group_desc_ + ": " + desc_.ToString() + " did not complete within " +
                       std::to_string(timeout.count()) + " ms (Timeout(ms)=" +
                       std::to_string(timeout.count()) + ", state " +
                       TaskStatusName(state_->status.load()) +

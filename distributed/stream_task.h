@@ -49,7 +49,7 @@ struct TaskState {
 
 class StreamTask : public ProcessGroup::Task {
  public:
-  StreamTask(int rank, OpDesc desc, bool sync_op, std::string group_desc,
+  StreamTask(int rank, OpDesc desc, bool sync_op, std::shared_ptr<const std::string> group_desc,
              phi::Stream* calc_stream, bool blocking_wait,
              std::function<std::string()> recent_ops);
 
@@ -78,7 +78,7 @@ class StreamTask : public ProcessGroup::Task {
     phi::memory::StreamRecord record;
   };
   OpDesc desc_;
-  std::string group_desc_;
+  std::shared_ptr<const std::string> group_desc_;
   phi::Stream* calc_stream_;
   bool blocking_wait_;
   std::function<std::string()> recent_ops_;
