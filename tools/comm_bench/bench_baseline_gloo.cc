@@ -1,0 +1,132 @@
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <gloo/allreduce.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include "phi/core/distributed/store/prefix_store.h"
+#include "phi/core/errors.h"
+#include "tools/comm_bench/bench_baseline.h"
+
+namespace paddle_like {
+namespace bench {
+namespace {
+
+using phi::distributed::ReduceOp;
+
+class StoreForGloo : public ::gloo::rendezvous::Store {
+ public:
+  explicit StoreForGloo(std::shared_ptr<phi::distributed::Store> s) : s_(std::move(s)) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    s_->set(key, std::vector<uint8_t>(data.begin(), data.end()));
+  }
+  std::vector<char> get(const std::string& key) override {
+    auto v = s_->get(key);
+    return std::vector<char>(v.begin(), v.end());
+  }
+  void wait(const std::vector<std::string>& keys) override { s_->wait(keys); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& t) override {
+    s_->wait(keys, t);
+  }
+
+ private:
+  std::shared_ptr<phi::distributed::Store> s_;
+};
+
+// The address the engine's Gloo context would use (loopback for a local job).
+::gloo::transport::tcp::attr Attr() {
+  ::gloo::transport::tcp::attr attr;
+  const char* ifname = std::getenv("PADDLE_GLOO_IFNAME");
+  if (ifname == nullptr) ifname = std::getenv("GLOO_SOCKET_IFNAME");
+  const char* master = std::getenv("MASTER_ADDR");
+  if (ifname != nullptr && *ifname) {
+    attr.iface = ifname;
+  } else if (master == nullptr || !*master || std::strncmp(master, "127.", 4) == 0 ||
+             std::strcmp(master, "localhost") == 0) {
+    attr.hostname = "127.0.0.1";
+  } else {
+    char host[256] = {0};
+    gethostname(host, sizeof(host) - 1);
+    attr.hostname = host;
+  }
+  return attr;
+}
+
+class RawGloo : public RawAllReduce {
+ public:
+  RawGloo(const std::shared_ptr<phi::distributed::Store>& store, int rank, int size,
+          phi::DataType dtype, ReduceOp op, int timeout_s)
+      : dtype_(dtype), op_(op), timeout_(std::chrono::seconds(timeout_s)) {
+    auto prefixed =
+        std::make_shared<phi::distributed::PrefixStore>("comm_bench/raw_gloo", store);
+    StoreForGloo adapter(prefixed);
+    ctx_ = std::make_shared<::gloo::rendezvous::Context>(rank, size);
+    ctx_->setTimeout(timeout_);
+    auto device = ::gloo::transport::tcp::CreateDevice(Attr());
+    ctx_->connectFullMesh(adapter, device);
+  }
+
+  std::string Name() const override { return "gloo::allreduce"; }
+
+  void Prepare(int64_t count, bool in_place) override {
+    count_ = count;
+    in_place_ = in_place;
+    size_t bytes = static_cast<size_t>(count) * phi::SizeOf(dtype_);
+    in_.assign(bytes, 1);
+    out_.assign(in_place ? 0 : bytes, 0);
+  }
+
+  void Run(int iters) override {
+    phi::VisitDataType(dtype_, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, phi::dtype::complex64> ||
+                    std::is_same_v<T, phi::dtype::complex128>) {
+        PADDLE_THROW(phi::errors::Unimplemented("no raw baseline for this dtype"));
+      } else {
+        ::gloo::AllreduceOptions opts(ctx_);
+        T* in = reinterpret_cast<T*>(in_.data());
+        if (in_place_) {
+          opts.setOutput(in, count_);
+        } else {
+          opts.setInput(in, count_);
+          opts.setOutput(reinterpret_cast<T*>(out_.data()), count_);
+        }
+        using Fn = void (*)(void*, const void*, const void*, size_t);
+        switch (op_) {
+          case ReduceOp::PRODUCT: opts.setReduceFunction(static_cast<Fn>(&::gloo::product<T>)); break;
+          case ReduceOp::MIN: opts.setReduceFunction(static_cast<Fn>(&::gloo::min<T>)); break;
+          case ReduceOp::MAX: opts.setReduceFunction(static_cast<Fn>(&::gloo::max<T>)); break;
+          default: opts.setReduceFunction(static_cast<Fn>(&::gloo::sum<T>)); break;
+        }
+        opts.setTimeout(timeout_);
+        for (int i = 0; i < iters; ++i) ::gloo::allreduce(opts);
+      }
+    });
+  }
+
+ private:
+  phi::DataType dtype_;
+  ReduceOp op_;
+  std::chrono::milliseconds timeout_;
+  std::shared_ptr<::gloo::rendezvous::Context> ctx_;
+  int64_t count_ = 0;
+  bool in_place_ = false;
+  std::vector<char> in_, out_;
+};
+
+}  // namespace
+
+std::unique_ptr<RawAllReduce> MakeRawGloo(const std::shared_ptr<phi::distributed::Store>& store,
+                                          int rank, int size, phi::DataType dtype, ReduceOp op,
+                                          int timeout_s) {
+  return std::make_unique<RawGloo>(store, rank, size, dtype, op, timeout_s);
+}
+
+}  // namespace bench
+}  // namespace paddle_like

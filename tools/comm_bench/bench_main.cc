@@ -1,0 +1,152 @@
+// comm_bench: collective benchmark in the manner of nccl-tests, on the project's process
+// groups. Under `launch` (env://) or standalone as world size 1. See bench_options.cc.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "distributed/process_group_gloo.h"
+#include "phi/core/distributed/store/hash_store.h"
+#include "phi/core/distributed/store/rendezvous.h"
+#include "tools/comm_bench/bench_baseline.h"
+#include "tools/comm_bench/bench_options.h"
+#include "tools/comm_bench/bench_report.h"
+#include "tools/comm_bench/bench_runner.h"
+#ifdef PADDLE_WITH_NCCL
+#include "distributed/process_group_nccl.h"
+#endif
+
+namespace paddle_like {
+namespace bench {
+namespace {
+
+struct Job {
+  std::shared_ptr<phi::distributed::Store> store;
+  int rank = 0, world = 1, local_rank = 0;
+};
+
+Job Connect(const BenchOptions& o) {
+  Job job;
+  auto timeout = std::chrono::seconds(o.timeout_s);
+  const bool env_job = std::getenv("WORLD_SIZE") || std::getenv("PADDLE_TRAINERS_NUM");
+  if (o.init_method == "env://" && !env_job) {
+    job.store = std::make_shared<phi::distributed::HashStore>(timeout);  // standalone
+    return job;
+  }
+  auto r = phi::distributed::Rendezvous(o.init_method, -1, -1, timeout);
+  job.store = r.store;
+  job.rank = r.rank;
+  job.world = r.world_size;
+  job.local_rank = r.local_rank;
+  return job;
+}
+
+int Main(int argc, char** argv) {
+  BenchOptions o = ParseBenchOptions(argc, argv);
+  Job job = Connect(o);
+  auto timeout = std::chrono::seconds(o.timeout_s);
+
+  std::shared_ptr<distributed::ProcessGroup> pg;
+  phi::Place place = phi::CPUPlace();
+  std::unique_ptr<RawAllReduce> raw;
+  Report rep;
+  if (o.backend == "nccl") {
+#ifdef PADDLE_WITH_NCCL
+    auto nccl = distributed::ProcessGroupNCCL::CreateProcessGroupNCCL(job.store, job.rank,
+                                                                      job.world, 0, timeout);
+    place = nccl->place();
+    pg = nccl;
+    if (o.baseline) {
+      raw = MakeRawNccl(job.store, job.rank, job.world, place.GetDeviceId(), o.dtype, o.redop);
+    }
+#else
+    std::fprintf(stderr, "comm_bench: --backend nccl needs a build with CUDA and NCCL\n");
+    return 2;
+#endif
+  } else {
+    pg = distributed::ProcessGroupGloo::CreateProcessGroupGloo(job.store, job.rank, job.world, 0,
+                                                               timeout);
+    if (o.baseline) {
+      raw = MakeRawGloo(job.store, job.rank, job.world, o.dtype, o.redop, o.timeout_s);
+    }
+  }
+  pg->Barrier()->Wait();  // every rank connected before anything is timed
+
+  const bool lead = job.rank == 0;
+  FILE* out = stdout;
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  rep.backend = pg->GetBackendName();
+  rep.world = job.world;
+  rep.mode = o.sync ? "sync" : "async";
+  rep.dtype = phi::DataTypeToString(o.dtype);
+  rep.redop = phi::distributed::ReduceOpToString(o.redop);
+  rep.iters = o.iters;
+  rep.warmup = o.warmup;
+  rep.baseline = raw != nullptr;
+  rep.baseline_name = raw ? raw->Name() : "";
+  rep.host = host;
+  if (lead) PrintHeader(out, rep);
+
+  Runner runner(o, pg.get(), place, raw.get());
+  for (const auto& name : o.ops) {
+    const OpInfo* info = FindOp(name);
+    if (job.world < info->min_ranks) {
+      rep.notes.push_back(name + ": skipped (needs " + std::to_string(info->min_ranks) +
+                          " ranks)");
+      continue;
+    }
+    if (info->rooted && o.root >= job.world) {
+      rep.notes.push_back(name + ": skipped (root " + std::to_string(o.root) +
+                          " is not a rank)");
+      continue;
+    }
+    BenchOp op(*info, o, pg.get(), place);
+    int64_t last_bytes = -1;
+    for (int64_t b = o.min_bytes; b <= o.max_bytes;) {
+      SizePlan plan = PlanSize(*info, b, phi::SizeOf(o.dtype), job.world);
+      if (plan.bytes != last_bytes) {
+        last_bytes = plan.bytes;
+        Row row = runner.RunSize(op, plan);
+        if (lead) PrintRow(out, rep, row);
+        rep.rows.push_back(std::move(row));
+      }
+      int64_t next = o.step_bytes > 0 ? b + o.step_bytes
+                                      : static_cast<int64_t>(static_cast<double>(b) * o.step_factor);
+      b = next > b ? next : b + 1;
+    }
+  }
+  if (o.coalesce) {
+    rep.coalesce = runner.RunCoalesce();
+    if (lead) PrintCoalesce(out, rep.coalesce);
+  }
+  bool files_ok = true;
+  if (lead) {
+    PrintFooter(out, rep);
+    if (!o.csv_path.empty()) files_ok &= WriteCsv(o.csv_path, rep);
+    if (!o.json_path.empty()) files_ok &= WriteJson(o.json_path, rep);
+    if (!o.plot_path.empty()) files_ok &= WritePlot(o.plot_path, rep);
+    std::fflush(out);
+  }
+  pg->Barrier()->Wait();  // nobody tears the group down under a peer still timing
+  if (rep.TotalWrong() != 0) {
+    if (lead) std::fprintf(stderr, "comm_bench: %lld wrong values\n",
+                           static_cast<long long>(rep.TotalWrong()));
+    return 1;
+  }
+  return files_ok ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace bench
+}  // namespace paddle_like
+
+int main(int argc, char** argv) {
+  try {
+    return paddle_like::bench::Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "comm_bench: %s\n", e.what());
+    return 1;
+  }
+}

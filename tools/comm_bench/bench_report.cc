@@ -1,0 +1,275 @@
+#include "tools/comm_bench/bench_report.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace paddle_like {
+namespace bench {
+namespace {
+
+std::string Num(double v, int prec = 2) {
+  char b[64];
+  std::snprintf(b, sizeof(b), "%.*f", prec, v);
+  return b;
+}
+
+std::string JsonString(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof(b), "\\u%04x", c);
+      o += b;
+    } else {
+      o += c;
+    }
+  }
+  return o + "\"";
+}
+
+std::string JsonHalf(const Half& h) {
+  if (!h.present) return "null";
+  std::ostringstream o;
+  o << "{\"time_us\": " << Num(h.time_us, 3) << ", \"algbw_gbps\": " << Num(h.algbw, 4)
+    << ", \"busbw_gbps\": " << Num(h.busbw, 4)
+    << ", \"wrong\": " << (h.wrong < 0 ? std::string("null") : std::to_string(h.wrong));
+  if (h.raw_us > 0) {
+    o << ", \"raw_time_us\": " << Num(h.raw_us, 3)
+      << ", \"ratio_ours_to_raw\": " << Num(h.time_us / h.raw_us, 4);
+  }
+  return o.str() + "}";
+}
+
+void PrintHalf(FILE* out, const Half& h, bool baseline) {
+  if (!h.present) {
+    std::fprintf(out, "  %10s %7s %7s %6s", "N/A", "N/A", "N/A", "N/A");
+    if (baseline) std::fprintf(out, " %10s %6s", "", "");
+    return;
+  }
+  std::string wrong = h.wrong < 0 ? "N/A" : std::to_string(h.wrong);
+  std::fprintf(out, "  %10.1f %7.2f %7.2f %6s", h.time_us, h.algbw, h.busbw, wrong.c_str());
+  if (baseline) {
+    if (h.raw_us > 0) {
+      std::fprintf(out, " %10.1f %6.3f", h.raw_us, h.time_us / h.raw_us);
+    } else {
+      std::fprintf(out, " %10s %6s", "", "");
+    }
+  }
+}
+
+}  // namespace
+
+double Report::AvgBusBw() const {
+  double sum = 0;
+  int n = 0;
+  for (const auto& row : rows) {
+    for (const Half* h : {&row.oop, &row.ip}) {
+      if (h->present) {
+        sum += h->busbw;
+        ++n;
+      }
+    }
+  }
+  return n ? sum / n : 0;
+}
+
+int64_t Report::TotalWrong() const {
+  int64_t w = coalesce.present ? coalesce.wrong : 0;
+  for (const auto& row : rows) {
+    for (const Half* h : {&row.oop, &row.ip}) {
+      if (h->present && h->wrong > 0) w += h->wrong;
+    }
+  }
+  return w;
+}
+
+void PrintHeader(FILE* out, const Report& r) {
+  std::fprintf(out, "# comm_bench: backend %s, %d rank(s), %s mode, iters %d, warmup %d%s%s\n",
+               r.backend.c_str(), r.world, r.mode.c_str(), r.iters, r.warmup,
+               r.baseline ? ", baseline " : "", r.baseline ? r.baseline_name.c_str() : "");
+  std::fprintf(out, "# host %s\n#\n", r.host.c_str());
+  const char* raw = r.baseline ? "        raw  ratio" : "";
+  std::fprintf(out, "# %-13s %12s %12s %8s %6s %5s  %-33s%s  %-33s%s\n", "", "", "", "", "", "",
+               "            out-of-place", r.baseline ? "                  " : "",
+               "            in-place", "");
+  std::fprintf(out, "# %-13s %12s %12s %8s %6s %5s  %10s %7s %7s %6s%s  %10s %7s %7s %6s%s\n",
+               "op", "size", "count", "type", "redop", "root", "time", "algbw", "busbw",
+               "#wrong", raw, "time", "algbw", "busbw", "#wrong", raw);
+  const char* rawu = r.baseline ? "       (us)  (x)  " : "";
+  std::fprintf(out, "# %-13s %12s %12s %8s %6s %5s  %10s %7s %7s %6s%s  %10s %7s %7s %6s%s\n",
+               "", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", rawu,
+               "(us)", "(GB/s)", "(GB/s)", "", rawu);
+  std::fflush(out);
+}
+
+void PrintRow(FILE* out, const Report& r, const Row& row) {
+  std::fprintf(out, "  %-13s %12lld %12lld %8s %6s %5d", row.op.c_str(),
+               static_cast<long long>(row.bytes), static_cast<long long>(row.count),
+               row.type.c_str(), row.redop.c_str(), row.root);
+  PrintHalf(out, row.oop, r.baseline);
+  PrintHalf(out, row.ip, r.baseline);
+  std::fprintf(out, "\n");
+  std::fflush(out);
+}
+
+void PrintCoalesce(FILE* out, const CoalesceResult& c) {
+  std::fprintf(out,
+               "# Coalescing: %d x %lld B allreduce: one by one %.1f us, coalesced %.1f us, "
+               "speedup %.2fx, #wrong %lld\n",
+               c.ops, static_cast<long long>(c.bytes), c.one_by_one_us, c.coalesced_us,
+               c.coalesced_us > 0 ? c.one_by_one_us / c.coalesced_us : 0.0,
+               static_cast<long long>(c.wrong));
+  std::fflush(out);
+}
+
+void PrintFooter(FILE* out, const Report& r) {
+  for (const auto& n : r.notes) std::fprintf(out, "# %s\n", n.c_str());
+  int64_t wrong = r.TotalWrong();
+  std::fprintf(out, "# Out of bounds values : %lld %s\n", static_cast<long long>(wrong),
+               wrong == 0 ? "OK" : "FAILED");
+  std::fprintf(out, "# Avg bus bandwidth    : %.4f\n#\n", r.AvgBusBw());
+  std::fflush(out);
+}
+
+bool WriteCsv(const std::string& path, const Report& r) {
+  std::ofstream f(path);
+  if (!f) {
+    std::fprintf(stderr, "comm_bench: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+    return false;
+  }
+  f << "op,size_bytes,count,type,redop,root,backend,world_size,mode,"
+       "oop_time_us,oop_algbw_gbps,oop_busbw_gbps,oop_wrong,oop_raw_time_us,"
+       "ip_time_us,ip_algbw_gbps,ip_busbw_gbps,ip_wrong,ip_raw_time_us\n";
+  auto half = [&](const Half& h) {
+    if (!h.present) return std::string(",,,,");
+    return Num(h.time_us, 3) + "," + Num(h.algbw, 4) + "," + Num(h.busbw, 4) + "," +
+           (h.wrong < 0 ? "" : std::to_string(h.wrong)) + "," +
+           (h.raw_us > 0 ? Num(h.raw_us, 3) : "");
+  };
+  for (const auto& row : r.rows) {
+    f << row.op << "," << row.bytes << "," << row.count << "," << row.type << "," << row.redop
+      << "," << row.root << "," << r.backend << "," << r.world << "," << r.mode << ","
+      << half(row.oop) << "," << half(row.ip) << "\n";
+  }
+  return static_cast<bool>(f);
+}
+
+bool WriteJson(const std::string& path, const Report& r) {
+  std::ofstream f(path);
+  if (!f) {
+    std::fprintf(stderr, "comm_bench: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+    return false;
+  }
+  f << "{\n  \"backend\": " << JsonString(r.backend) << ",\n  \"world_size\": " << r.world
+    << ",\n  \"mode\": " << JsonString(r.mode) << ",\n  \"iters\": " << r.iters
+    << ",\n  \"warmup\": " << r.warmup << ",\n  \"host\": " << JsonString(r.host)
+    << ",\n  \"baseline\": " << (r.baseline ? JsonString(r.baseline_name) : "null")
+    << ",\n  \"results\": [";
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    const Row& row = r.rows[i];
+    f << (i ? "," : "") << "\n    {\"op\": " << JsonString(row.op) << ", \"size_bytes\": "
+      << row.bytes << ", \"count\": " << row.count << ", \"type\": " << JsonString(row.type)
+      << ", \"redop\": " << JsonString(row.redop) << ", \"root\": " << row.root
+      << ",\n     \"out_of_place\": " << JsonHalf(row.oop)
+      << ",\n     \"in_place\": " << JsonHalf(row.ip) << "}";
+  }
+  f << "\n  ],\n  \"coalesce\": ";
+  if (r.coalesce.present) {
+    const auto& c = r.coalesce;
+    f << "{\"ops\": " << c.ops << ", \"bytes_per_op\": " << c.bytes
+      << ", \"one_by_one_us\": " << Num(c.one_by_one_us, 3)
+      << ", \"coalesced_us\": " << Num(c.coalesced_us, 3) << ", \"speedup\": "
+      << Num(c.coalesced_us > 0 ? c.one_by_one_us / c.coalesced_us : 0, 4)
+      << ", \"wrong\": " << c.wrong << "}";
+  } else {
+    f << "null";
+  }
+  f << ",\n  \"avg_busbw_gbps\": " << Num(r.AvgBusBw(), 4)
+    << ",\n  \"wrong_total\": " << r.TotalWrong() << "\n}\n";
+  return static_cast<bool>(f);
+}
+
+bool WritePlot(const std::string& path, const Report& r) {
+  std::string gnuplot;
+  for (const char* dir : {"/usr/bin/gnuplot", "/usr/local/bin/gnuplot", "/bin/gnuplot"}) {
+    if (::access(dir, X_OK) == 0) {
+      gnuplot = dir;
+      break;
+    }
+  }
+  if (gnuplot.empty()) {
+    std::printf("# --plot: gnuplot not found (Debian: apt-get install gnuplot-nox); no %s\n",
+                path.c_str());
+    return true;
+  }
+  // One data block per op (out-of-place busbw), separated by two blank lines (gnuplot index).
+  std::map<std::string, std::vector<const Row*>> by_op;
+  std::vector<std::string> order;
+  for (const auto& row : r.rows) {
+    if (!by_op.count(row.op)) order.push_back(row.op);
+    by_op[row.op].push_back(&row);
+  }
+  if (order.empty()) {
+    std::printf("# --plot: no size sweep to plot\n");
+    return true;
+  }
+  char tmpl[] = "/tmp/comm_bench_plot_XXXXXX";
+  int fd = ::mkstemp(tmpl);
+  if (fd < 0) return false;
+  ::close(fd);
+  std::string data = tmpl;
+  {
+    std::ofstream d(data);
+    for (const auto& op : order) {
+      for (const Row* row : by_op[op]) {
+        d << row->bytes << " " << row->oop.busbw << " " << (row->ip.present ? row->ip.busbw : 0)
+          << "\n";
+      }
+      d << "\n\n";
+    }
+  }
+  std::string script = data + ".gp";
+  {
+    std::ofstream s(script);
+    s << "set terminal pngcairo size 1000,640\n"
+      << "set output " << JsonString(path) << "\n"
+      << "set title " << JsonString("comm_bench: " + r.backend + ", " + std::to_string(r.world) +
+                                    " ranks, " + r.mode + " (out-of-place busbw)")
+      << "\nset logscale x 2\nset xlabel 'size (bytes)'\nset ylabel 'busbw (GB/s)'\n"
+      << "set key left top\nset grid\nset format x '%.0s%cB'\n"
+      << "plot ";
+    for (size_t i = 0; i < order.size(); ++i) {
+      s << (i ? ", " : "") << JsonString(data) << " index " << i
+        << " using 1:2 with linespoints title " << JsonString(order[i]);
+    }
+    s << "\n";
+  }
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl(gnuplot.c_str(), "gnuplot", script.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int st = 0;
+  if (pid > 0) ::waitpid(pid, &st, 0);
+  ::unlink(data.c_str());
+  ::unlink(script.c_str());
+  if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    std::fprintf(stderr, "comm_bench: gnuplot failed to write %s\n", path.c_str());
+    return false;
+  }
+  std::printf("# plot written to %s\n", path.c_str());
+  return true;
+}
+
+}  // namespace bench
+}  // namespace paddle_like
