@@ -142,9 +142,14 @@ TEST(RendezvousTest, EnvJoinsTheLaunchersServer) {
 TEST(RendezvousTest, TcpRankZeroHostsTheServer) {
   RunRanks(3, [](const RankContext& ctx) {
     // Pick a port for rank 0 to host on and share it through the harness's store.
+    // Published only after the probe server is gone, so no rank can reach the probe.
     if (ctx.rank == 0) {
-      phi::distributed::TCPStoreServer probe("127.0.0.1", 0);
-      ctx.store->set("port", std::to_string(probe.port()));
+      uint16_t port = 0;
+      {
+        phi::distributed::TCPStoreServer probe("127.0.0.1", 0);
+        port = probe.port();
+      }
+      ctx.store->set("port", std::to_string(port));
     }
     const std::string url = "tcp://127.0.0.1:" + ctx.store->get_string("port") +
                             "?rank=" + std::to_string(ctx.rank) + "&world_size=3";
