@@ -6,6 +6,16 @@
 
 namespace phi {
 
+namespace {
+thread_local int tls_stream_job_depth = 0;
+struct StreamJobScope {
+  StreamJobScope() { ++tls_stream_job_depth; }
+  ~StreamJobScope() { --tls_stream_job_depth; }
+};
+}  // namespace
+
+bool InCpuStreamJob() { return tls_stream_job_depth > 0; }
+
 // ------------------------------------------------------------------ CpuEvent
 void CpuEvent::Record(Stream* stream) {
   if (stream->IsHostStream()) {  // host work is done when recorded
@@ -67,6 +77,7 @@ CpuWorkerStream::~CpuWorkerStream() {
 }
 
 void CpuWorkerStream::RunJob(const std::function<void()>& fn, const std::string& name) {
+  StreamJobScope scope;
   try {
     fn();
   } catch (const std::exception& e) {
@@ -108,6 +119,7 @@ void CpuWorkerStream::LaunchPreferInline(std::function<void()> fn) {
 }
 
 void CpuWorkerStream::Loop() {
+  StreamJobScope scope;  // the worker thread only runs jobs (and drops their captures)
   std::unique_lock<std::mutex> lk(progress_->mu);
   while (true) {
     progress_->cv.wait(lk, [&] { return (!queue_.empty() && !inline_running_) ||

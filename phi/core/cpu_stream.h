@@ -33,6 +33,11 @@ class CpuEvent : public Event {
   std::string stream_name_;
 };
 
+// True on a thread that is running a CpuWorkerStream job (the worker thread, or a caller
+// running a LaunchPreferInline job inline). Such a thread must not block on a stream
+// event it may itself be holding up (the allocator's bounded pending list checks this).
+bool InCpuStreamJob();
+
 // The calc stream of the CPU: the calling thread. Its work is done when Launch returns,
 // so its events are complete at once; WaitEvent blocks the host (it is the host).
 class CpuHostStream : public Stream {

@@ -2,11 +2,13 @@
 
 #include <map>
 #include <unordered_map>
+#include <vector>
 
 #include <glog/logging.h>
 
 #include "phi/core/errors.h"
 #include "phi/core/flags.h"
+#include "phi/core/cpu_stream.h"
 #include "phi/core/stream.h"
 
 namespace phi {
@@ -94,21 +96,33 @@ std::shared_ptr<Allocation> StreamSafeAllocator::Allocate(size_t bytes) {
 }
 
 void StreamSafeAllocator::Release(StreamSafeAllocation* a) {
-  std::lock_guard<std::mutex> lk(mu_);
-  if (a->StreamsPassed()) {
-    FreeNow(a);
-  } else {
-    pending_.push_back(a);
-    ++stats_.frees_deferred;
-    VLOG(4) << "deferred free of " << a->size() << " B at " << a->ptr();
+  std::vector<StreamSafeAllocation*> overflow;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (a->StreamsPassed()) {
+      FreeNow(a);
+    } else {
+      pending_.push_back(a);
+      ++stats_.frees_deferred;
+      VLOG(4) << "deferred free of " << a->size() << " B at " << a->ptr();
+    }
+    ProcessPendingFreesLocked();
+    // Bound the pending list: past the limit the oldest blocks are waited for. Their
+    // streams are in order, so the oldest are the likeliest to be done already. A thread
+    // running a stream job does not wait (it may be the work the oldest block waits for);
+    // the list may then exceed the bound until the next release on another thread.
+    if (!InCpuStreamJob()) {
+      while (static_cast<int64_t>(pending_.size()) > FLAGS_max_pending_stream_frees) {
+        overflow.push_back(pending_.front());
+        pending_.pop_front();
+      }
+    }
   }
-  ProcessPendingFreesLocked();
-  // Bound the pending list: past the limit the oldest blocks are waited for. Their streams
-  // are in order, so the oldest are the likeliest to be done already.
-  while (static_cast<int64_t>(pending_.size()) > FLAGS_max_pending_stream_frees) {
-    StreamSafeAllocation* oldest = pending_.front();
-    pending_.pop_front();
+  // Wait without mu_: a stream job may allocate or release (a worker drops a job's
+  // captures, the last owners of blocks) and needs mu_ to do so.
+  for (StreamSafeAllocation* oldest : overflow) {
     oldest->WaitStreams();
+    std::lock_guard<std::mutex> lk(mu_);
     ++stats_.deferred_frees_completed;
     FreeNow(oldest);
   }
