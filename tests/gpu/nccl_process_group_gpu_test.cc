@@ -223,6 +223,7 @@ TEST(ProcessGroupNCCL, HolderTrackingKeepsMemoryUntilTheCommStreamPasses) {
   auto in = ToDevice(MakeHost(DataType::FLOAT32, 1 << 16));
   PHI_CUDA_CHECK(cudaDeviceSynchronize());
   auto before = alloc->stats();
+  phi::memory::AllocatorStats mid;
   ProcessGroupNCCL::TaskPtr task;
   {
     StreamGate gate(RawStream(comm));
@@ -231,7 +232,7 @@ TEST(ProcessGroupNCCL, HolderTrackingKeepsMemoryUntilTheCommStreamPasses) {
       task = pg->AllReduce(&out, in, {}, /*sync_op=*/false);
       EXPECT_GE(alloc->stats().bytes_live, before.bytes_live + (1 << 18));
     }  // out released while the comm stream still has to write it
-    auto mid = alloc->stats();
+    mid = alloc->stats();
     EXPECT_GE(mid.frees_deferred, before.frees_deferred + 1);
     EXPECT_GE(mid.pending_frees, before.pending_frees + 1);
     EXPECT_GE(mid.bytes_live, before.bytes_live + (1 << 18)) << "freed under the stream";
