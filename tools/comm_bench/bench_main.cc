@@ -29,7 +29,11 @@ struct Job {
 Job Connect(const BenchOptions& o) {
   Job job;
   auto timeout = std::chrono::seconds(o.timeout_s);
-  const bool env_job = std::getenv("WORLD_SIZE") || std::getenv("PADDLE_TRAINERS_NUM");
+  auto set = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr && *v != '\0';
+  };
+  const bool env_job = set("WORLD_SIZE") || set("PADDLE_TRAINERS_NUM");
   if (o.init_method == "env://" && !env_job) {
     job.store = std::make_shared<phi::distributed::HashStore>(timeout);  // standalone
     return job;

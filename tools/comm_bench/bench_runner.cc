@@ -1,6 +1,8 @@
 #include "tools/comm_bench/bench_runner.h"
 
+#include <cctype>
 #include <chrono>
+#include <functional>
 #include <vector>
 
 namespace paddle_like {
@@ -88,7 +90,11 @@ Row Runner::RunSize(const BenchOp& op, const SizePlan& plan) {
   row.bytes = plan.bytes;
   row.count = plan.count;
   row.type = phi::DataTypeToString(opts_.dtype);
-  row.redop = op.info().reduces ? phi::distributed::ReduceOpToString(opts_.redop) : "none";
+  row.redop = "none";
+  if (op.info().reduces) {
+    row.redop = phi::distributed::ReduceOpToString(opts_.redop);
+    for (char& ch : row.redop) ch = static_cast<char>(std::tolower(ch));
+  }
   row.root = op.root();
   row.oop = RunHalf(op, plan, false);
   if (op.info().has_in_place && opts_.in_place) row.ip = RunHalf(op, plan, true);
