@@ -88,6 +88,8 @@ int Main(int argc, char** argv) {
   rep.redop = phi::distributed::ReduceOpToString(o.redop);
   rep.iters = o.iters;
   rep.warmup = o.warmup;
+  rep.rounds = o.rounds;
+  rep.table = !o.ops.empty();
   rep.baseline = raw != nullptr;
   rep.baseline_name = raw ? raw->Name() : "";
   rep.host = host;

@@ -20,6 +20,8 @@ const char* kUsage =
     "  -f, --stepfactor F      multiply the size by F each step (default 2)\n"
     "  -i, --stepbytes SIZE    add SIZE each step instead\n"
     "  -n, --iters N           timed iterations per size (default 20)\n"
+    "      --rounds R          time R rounds of N iterations, report the median round\n"
+    "                          (default 1; 5 with --baseline, alternating ours and raw)\n"
     "  -w, --warmup_iters N    untimed iterations first (default 5)\n"
     "  -d, --datatype T        float32 float16 bfloat16 float64 int32 int64 int8 uint8\n"
     "  -o, --op_type OP        sum prod min max avg (default sum)\n"
@@ -165,6 +167,8 @@ BenchOptions ParseBenchOptions(int argc, char** argv) {
       if (o.step_bytes <= 0) Die("-i needs a size > 0");
     } else if (flag == "-n" || flag == "--iters") {
       o.iters = static_cast<int>(ParseInt(flag, next(), 1));
+    } else if (flag == "--rounds") {
+      o.rounds = static_cast<int>(ParseInt(flag, next(), 1));
     } else if (flag == "-w" || flag == "--warmup_iters") {
       o.warmup = static_cast<int>(ParseInt(flag, next(), 0));
     } else if (flag == "-d" || flag == "--datatype") {
@@ -225,6 +229,7 @@ BenchOptions ParseBenchOptions(int argc, char** argv) {
   }
   // `--coalesce` alone runs just the coalescing benchmark.
   if (o.coalesce && !ops_given) o.ops.clear();
+  if (o.rounds == 0) o.rounds = o.baseline ? 5 : 1;
   if (o.min_bytes > o.max_bytes) Die("-b must not exceed -e");
   if (o.coalesce_bytes <= 0) Die("--coalesce_bytes must be > 0");
   return o;

@@ -28,6 +28,9 @@ struct BenchOptions {
   bool check = true;  // -k 0 disables the #wrong check
   bool in_place = true;  // --no-inplace skips the in-place half
   bool baseline = false;
+  // Rounds of `iters` timed iterations; the time is the median round. With --baseline the
+  // rounds alternate ours / raw, so load from elsewhere hits both alike (default 5 then).
+  int rounds = 0;  // 0: 1, or 5 with --baseline
   std::string csv_path, json_path, plot_path;
   std::string init_method = "env://";
   int timeout_s = 300;

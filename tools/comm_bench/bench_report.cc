@@ -94,10 +94,13 @@ int64_t Report::TotalWrong() const {
 }
 
 void PrintHeader(FILE* out, const Report& r) {
-  std::fprintf(out, "# comm_bench: backend %s, %d rank(s), %s mode, iters %d, warmup %d%s%s\n",
-               r.backend.c_str(), r.world, r.mode.c_str(), r.iters, r.warmup,
+  std::fprintf(out,
+               "# comm_bench: backend %s, %d rank(s), %s mode, iters %d x %d round(s) (median), "
+               "warmup %d%s%s\n",
+               r.backend.c_str(), r.world, r.mode.c_str(), r.iters, r.rounds, r.warmup,
                r.baseline ? ", baseline " : "", r.baseline ? r.baseline_name.c_str() : "");
   std::fprintf(out, "# host %s\n#\n", r.host.c_str());
+  if (!r.table) return;
   const char* raw = r.baseline ? "        raw  ratio" : "";
   std::fprintf(out, "# %-13s %12s %12s %8s %6s %5s  %-33s%s  %-33s%s\n", "", "", "", "", "", "",
                "            out-of-place", r.baseline ? "                  " : "",
@@ -172,7 +175,7 @@ bool WriteJson(const std::string& path, const Report& r) {
   }
   f << "{\n  \"backend\": " << JsonString(r.backend) << ",\n  \"world_size\": " << r.world
     << ",\n  \"mode\": " << JsonString(r.mode) << ",\n  \"iters\": " << r.iters
-    << ",\n  \"warmup\": " << r.warmup << ",\n  \"host\": " << JsonString(r.host)
+    << ",\n  \"rounds\": " << r.rounds << ",\n  \"warmup\": " << r.warmup << ",\n  \"host\": " << JsonString(r.host)
     << ",\n  \"baseline\": " << (r.baseline ? JsonString(r.baseline_name) : "null")
     << ",\n  \"results\": [";
   for (size_t i = 0; i < r.rows.size(); ++i) {

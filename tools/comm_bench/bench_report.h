@@ -36,8 +36,9 @@ struct CoalesceResult {
 
 struct Report {
   std::string backend, mode, dtype, redop, baseline_name, host;
-  int world = 1, iters = 0, warmup = 0;
+  int world = 1, iters = 0, rounds = 1, warmup = 0;
   bool baseline = false;
+  bool table = true;  // a size sweep runs (else only the coalescing benchmark)
   std::vector<Row> rows;
   std::vector<std::string> notes;  // "# ..." lines (skipped ops)
   CoalesceResult coalesce;

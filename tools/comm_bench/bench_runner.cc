@@ -1,5 +1,6 @@
 #include "tools/comm_bench/bench_runner.h"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <functional>
@@ -20,6 +21,13 @@ double Us(Clock::time_point a, Clock::time_point b) {
 void WaitAll(const std::vector<ProcessGroup::TaskPtr>& tasks) {
   for (const auto& t : tasks) t->Wait();
   if (!tasks.empty()) tasks.back()->Synchronize();
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 }  // namespace
@@ -56,14 +64,12 @@ double Runner::TimeOp(const BenchOp& op, OpBuffers* b, int iters) {
   return Us(t0, t1) / iters;
 }
 
-double Runner::TimeRaw(int64_t count, bool in_place) {
-  raw_->Prepare(count, in_place);
-  if (opts_.warmup > 0) raw_->Run(opts_.warmup);
+double Runner::TimeRaw(int iters) {
   Barrier();
   auto t0 = Clock::now();
-  raw_->Run(opts_.iters);
+  raw_->Run(iters);
   auto t1 = Clock::now();
-  return SumOverRanks(Us(t0, t1) / opts_.iters) / world_;
+  return SumOverRanks(Us(t0, t1) / iters) / world_;
 }
 
 Half Runner::RunHalf(const BenchOp& op, const SizePlan& plan, bool in_place) {
@@ -71,8 +77,20 @@ Half Runner::RunHalf(const BenchOp& op, const SizePlan& plan, bool in_place) {
   h.present = true;
   OpBuffers b = op.MakeBuffers(plan, in_place);
   op.Fill(&b, plan);
+  const bool raw = raw_ != nullptr && op.info().name == "allreduce";
   if (opts_.warmup > 0) TimeOp(op, &b, opts_.warmup);
-  h.time_us = SumOverRanks(TimeOp(op, &b, opts_.iters)) / world_;
+  if (raw) {
+    raw_->Prepare(plan.count, in_place);
+    if (opts_.warmup > 0) raw_->Run(opts_.warmup);
+  }
+  // Rounds alternate ours and raw; each round's time is the mean over ranks.
+  std::vector<double> ours, raws;
+  for (int r = 0; r < opts_.rounds; ++r) {
+    ours.push_back(SumOverRanks(TimeOp(op, &b, opts_.iters)) / world_);
+    if (raw) raws.push_back(TimeRaw(opts_.iters));
+  }
+  h.time_us = Median(ours);
+  if (raw) h.raw_us = Median(raws);
   h.algbw = h.time_us > 0 ? static_cast<double>(plan.bytes) / (h.time_us * 1e3) : 0;
   h.busbw = h.algbw * op.info().BusFactor(world_);
   if (opts_.check) {
@@ -80,7 +98,6 @@ Half Runner::RunHalf(const BenchOp& op, const SizePlan& plan, bool in_place) {
     WaitAll({op.Issue(&b, opts_.sync)});
     h.wrong = static_cast<int64_t>(SumOverRanks(static_cast<double>(op.Check(b, plan))));
   }
-  if (raw_ != nullptr && op.info().name == "allreduce") h.raw_us = TimeRaw(plan.count, in_place);
   return h;
 }
 
@@ -129,7 +146,6 @@ CoalesceResult Runner::RunCoalesce() {
     WaitAll({pg_->EndCoalescing()});
   };
   auto time = [&](const std::function<void()>& fn) {
-    for (int i = 0; i < opts_.warmup; ++i) fn();
     Barrier();
     auto t0 = Clock::now();
     for (int i = 0; i < opts_.iters; ++i) fn();
@@ -145,10 +161,26 @@ CoalesceResult Runner::RunCoalesce() {
     }
     return wrong;
   };
-  r.one_by_one_us = time(one_by_one);
-  int64_t wrong = opts_.check ? check() : 0;
-  r.coalesced_us = time(coalesced);
-  wrong += opts_.check ? check() : 0;
+  for (int i = 0; i < opts_.warmup; ++i) {
+    one_by_one();
+    coalesced();
+  }
+  // Rounds alternate the two forms; each reports its median round.
+  std::vector<double> a, c;
+  for (int i = 0; i < std::max(opts_.rounds, 3); ++i) {
+    a.push_back(time(one_by_one));
+    c.push_back(time(coalesced));
+  }
+  r.one_by_one_us = Median(a);
+  r.coalesced_us = Median(c);
+  int64_t wrong = 0;
+  if (opts_.check) {
+    check();  // resets the outputs
+    one_by_one();
+    wrong += check();
+    coalesced();
+    wrong += check();
+  }
   r.wrong = static_cast<int64_t>(SumOverRanks(static_cast<double>(wrong)));
   return r;
 }

@@ -24,7 +24,7 @@ class Runner {
  private:
   Half RunHalf(const BenchOp& op, const SizePlan& plan, bool in_place);
   double TimeOp(const BenchOp& op, OpBuffers* b, int iters);
-  double TimeRaw(int64_t count, bool in_place);
+  double TimeRaw(int iters);
   void Barrier();
 
   const BenchOptions& opts_;
