@@ -102,9 +102,17 @@ void PrintHeader(FILE* out, const Report& r) {
   std::fprintf(out, "# host %s\n#\n", r.host.c_str());
   if (!r.table) return;
   const char* raw = r.baseline ? "        raw  ratio" : "";
-  std::fprintf(out, "# %-13s %12s %12s %8s %6s %5s  %-33s%s  %-33s%s\n", "", "", "", "", "", "",
-               "            out-of-place", r.baseline ? "                  " : "",
-               "            in-place", "");
+  // The two halves' titles, centred over their columns.
+  const int half_width = r.baseline ? 53 : 35;
+  auto centred = [&](const std::string& t) {
+    int pad = (half_width - 2 - static_cast<int>(t.size())) / 2;
+    std::string dashes(static_cast<size_t>(pad - 1), '-');
+    std::string s = "  " + dashes + " " + t + " " + dashes;
+    s.resize(static_cast<size_t>(half_width), '-');
+    return s;
+  };
+  std::fprintf(out, "# %61s%s%s\n", "", centred("out-of-place").c_str(),
+               centred("in-place").c_str());
   std::fprintf(out, "# %-13s %12s %12s %8s %6s %5s  %10s %7s %7s %6s%s  %10s %7s %7s %6s%s\n",
                "op", "size", "count", "type", "redop", "root", "time", "algbw", "busbw",
                "#wrong", raw, "time", "algbw", "busbw", "#wrong", raw);
