@@ -25,9 +25,12 @@ class RawAllReduce {
 };
 
 // AVG runs as SUM here (Gloo has no average); the ratio then compares the communication.
+// Each call builds its gloo::AllreduceOptions (binds its buffers), as a caller whose tensors
+// change must; reuse_options builds them once (the best case, buffers never change).
 std::unique_ptr<RawAllReduce> MakeRawGloo(const std::shared_ptr<phi::distributed::Store>& store,
                                           int rank, int size, phi::DataType dtype,
-                                          phi::distributed::ReduceOp op, int timeout_s);
+                                          phi::distributed::ReduceOp op, int timeout_s,
+                                          bool reuse_options = false);
 
 // nullptr when this build has no NCCL.
 std::unique_ptr<RawAllReduce> MakeRawNccl(const std::shared_ptr<phi::distributed::Store>& store,

@@ -72,7 +72,8 @@ int Main(int argc, char** argv) {
     pg = distributed::ProcessGroupGloo::CreateProcessGroupGloo(job.store, job.rank, job.world, 0,
                                                                timeout);
     if (o.baseline) {
-      raw = MakeRawGloo(job.store, job.rank, job.world, o.dtype, o.redop, o.timeout_s);
+      raw = MakeRawGloo(job.store, job.rank, job.world, o.dtype, o.redop, o.timeout_s,
+                        o.baseline_reuse);
     }
   }
   pg->Barrier()->Wait();  // every rank connected before anything is timed

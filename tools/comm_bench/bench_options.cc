@@ -32,7 +32,9 @@ const char* kUsage =
     "      --sync              sync_op=true: every op waited before the next one\n"
     "      --async             issue all iterations, then wait for all (default)\n"
     "      --baseline          also time the raw engine (gloo::allreduce / ncclAllReduce)\n"
-    "                          on the same sizes and print our/raw time ratios (allreduce)\n"
+    "                          on the same sizes and print our/raw time ratios (allreduce);\n"
+    "                          raw Gloo binds its buffers (AllreduceOptions) per call\n"
+    "      --baseline_reuse    --baseline, raw Gloo reusing one AllreduceOptions (best case)\n"
     "      --coalesce          100 x 4 KiB allreduces one by one vs coalesced\n"
     "      --coalesce_ops N    ops in the coalescing benchmark (default 100)\n"
     "      --coalesce_bytes S  bytes per op there (default 4K)\n"
@@ -192,6 +194,9 @@ BenchOptions ParseBenchOptions(int argc, char** argv) {
       o.sync = false;
     } else if (flag == "--baseline") {
       o.baseline = true;
+    } else if (flag == "--baseline_reuse") {
+      o.baseline = true;
+      o.baseline_reuse = true;
     } else if (flag == "--coalesce") {
       o.coalesce = true;
     } else if (flag == "--coalesce_ops") {
