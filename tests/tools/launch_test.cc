@@ -189,6 +189,18 @@ TEST(Launch, PrefixesLinesFlushesPartialLinesAndWritesLogs) {
   EXPECT_EQ(r.output.find("launch:"), std::string::npos) << "--quiet";
 }
 
+TEST(Launch, RankKilledBySignalIsNamed) {
+  REQUIRE_LAUNCH();
+  auto r = RunProc({kLaunch, "--nproc_per_node", "2", "--grace_s", "1", "--", "/bin/sh", "-c",
+                    "if [ \"$RANK\" = 1 ]; then kill -SEGV $$; fi; exec sleep 60"},
+                   std::chrono::seconds(20));
+  EXPECT_EQ(r.exit_code(), 128 + SIGSEGV) << r.output;
+  EXPECT_NE(r.output.find("rank 1 was killed by signal 11 (SIGSEGV); stopping the other ranks"),
+            std::string::npos)
+      << r.output;
+  EXPECT_LT(r.seconds, 6.0);
+}
+
 TEST(Launch, MissingProgramFailsCleanly) {
   REQUIRE_LAUNCH();
   auto r = RunProc({kLaunch, "--nproc_per_node", "2", "--", "/nonexistent/prog"},
