@@ -252,12 +252,12 @@ bool WritePlot(const std::string& path, const Report& r) {
   std::string script = data + ".gp";
   {
     std::ofstream s(script);
-    s << "set terminal pngcairo size 1000,640\n"
+    s << "set terminal pngcairo noenhanced size 1000,640\n"
       << "set output " << JsonString(path) << "\n"
       << "set title " << JsonString("comm_bench: " + r.backend + ", " + std::to_string(r.world) +
                                     " ranks, " + r.mode + " (out-of-place busbw)")
       << "\nset logscale x 2\nset xlabel 'size (bytes)'\nset ylabel 'busbw (GB/s)'\n"
-      << "set key left top\nset grid\nset format x '%.0s%cB'\n"
+      << "set key left top\nset grid\nset format x '%.0b %BB'\n"
       << "plot ";
     for (size_t i = 0; i < order.size(); ++i) {
       s << (i ? ", " : "") << JsonString(data) << " index " << i
