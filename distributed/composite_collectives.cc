@@ -1,0 +1,299 @@
+// The collectives the engine builds out of CommContext primitives (grouped Send/Recv):
+// Scatter, Gather, AllToAll (equal, unequal, list), point-to-point, and Barrier. Written
+// once here for every backend.
+#include <numeric>
+
+#include "distributed/engine_checks.h"
+#include "distributed/process_group_with_stream.h"
+#include "distributed/stream_task.h"
+#include "phi/core/errors.h"
+#include "phi/core/memcpy.h"
+
+namespace paddle_like {
+namespace distributed {
+
+using phi::DataType;
+using phi::DenseTensor;
+using phi::distributed::CommContext;
+using phi::distributed::CommGroupGuard;
+using phi::distributed::Reduction;
+using namespace engine;  // NOLINT: the engine's own checks
+
+// ------------------------------------------------------------------ built from send/recv
+ProcessGroup::TaskPtr ProcessGroupWithStream::Scatter(DenseTensor* out, const DenseTensor& in,
+                                                      const ScatterOptions& opts, bool sync_op,
+                                                      bool use_calc_stream) {
+  CheckRank(opts.root_rank, GetSize(), "scatter root rank");
+  const int root = static_cast<int>(opts.root_rank);
+  const int rank = GetRank(), size = GetSize();
+  PADDLE_ENFORCE_NOT_NULL(out, phi::errors::InvalidArgument("The output tensor is null."));
+  CheckTensor(*out, "output");
+  int64_t n = out->numel();
+  const void* src = nullptr;
+  if (rank == root) {
+    CheckTensor(in, "input");
+    CheckSameDtype(in, "input", *out, "output");
+    CheckNumel(in.numel(), n * size, "scatter input (group size x output)");
+    src = in.data();
+  }
+  void* dst = out->data();
+  DataType dt = out->dtype();
+  size_t bytes = static_cast<size_t>(n) * phi::SizeOf(dt);
+  phi::Place place = out->place();
+  OpDesc d{CommType::SCATTER, 0, rank == root ? n * size : 0, n, dt, root};
+  return Run(d, place, {rank == root ? &in : nullptr, out},
+             [=](CommContext* c, phi::Stream* s, TaskState*) {
+               if (rank != root) {
+                 c->Recv(dst, n, dt, root, 0, s);
+                 return;
+               }
+               CommGroupGuard group(c);
+               for (int r = 0; r < size; ++r) {
+                 if (r != root) c->Send(Bytes(src) + r * bytes, n, dt, r, 0, s);
+               }
+               group.End();
+               phi::memory::Copy(place, dst, place, Bytes(src) + root * bytes, bytes, s);
+             },
+             sync_op, use_calc_stream);
+}
+
+namespace {
+// Root receives `size` blocks of `n` elements into dsts[r] (its own block is copied).
+void GatherBlocks(CommContext* c, phi::Stream* s, const void* src, const std::vector<void*>& dsts,
+                  int64_t n, DataType dt, int root, const phi::Place& place) {
+  const int rank = c->GetRank(), size = c->GetSize();
+  size_t bytes = static_cast<size_t>(n) * phi::SizeOf(dt);
+  if (rank != root) {
+    c->Send(src, n, dt, root, 0, s);
+    return;
+  }
+  CommGroupGuard group(c);
+  for (int r = 0; r < size; ++r) {
+    if (r != root) c->Recv(dsts[r], n, dt, r, 0, s);
+  }
+  group.End();
+  phi::memory::Copy(place, dsts[root], place, src, bytes, s);
+}
+}  // namespace
+
+ProcessGroup::TaskPtr ProcessGroupWithStream::Gather(DenseTensor* out, const DenseTensor& in,
+                                                     const GatherOptions& opts, bool sync_op,
+                                                     bool use_calc_stream) {
+  CheckTensor(in, "input");
+  CheckRank(opts.root_rank, GetSize(), "gather root rank");
+  const int root = static_cast<int>(opts.root_rank);
+  const int size = GetSize();
+  int64_t n = in.numel();
+  std::vector<void*> dsts(size, nullptr);
+  if (GetRank() == root) {
+    PrepareOutput(out, in, n * size, "output");
+    size_t bytes = static_cast<size_t>(n) * in.element_size();
+    for (int r = 0; r < size; ++r) dsts[r] = Bytes(out->data()) + r * bytes;
+  }
+  const void* src = in.data();
+  DataType dt = in.dtype();
+  phi::Place place = in.place();
+  OpDesc d{CommType::GATHER, 0, n, GetRank() == root ? n * size : 0, dt, root};
+  return Run(d, place, {&in, GetRank() == root ? out : nullptr},
+             [=](CommContext* c, phi::Stream* s, TaskState*) {
+               GatherBlocks(c, s, src, dsts, n, dt, root, place);
+             },
+             sync_op, use_calc_stream);
+}
+
+ProcessGroup::TaskPtr ProcessGroupWithStream::Gather(std::vector<DenseTensor>* outs,
+                                                     const DenseTensor& in,
+                                                     const GatherOptions& opts, bool sync_op,
+                                                     bool use_calc_stream) {
+  CheckTensor(in, "input");
+  CheckRank(opts.root_rank, GetSize(), "gather root rank");
+  const int root = static_cast<int>(opts.root_rank);
+  const int size = GetSize();
+  int64_t n = in.numel();
+  std::vector<void*> dsts(size, nullptr);
+  std::vector<const DenseTensor*> tensors{&in};
+  if (GetRank() == root) {
+    PADDLE_ENFORCE_NOT_NULL(outs, phi::errors::InvalidArgument("The output list is null."));
+    if (outs->empty()) outs->resize(size);
+    PADDLE_ENFORCE(static_cast<int>(outs->size()) == size,
+                   phi::errors::InvalidArgument(
+                       "Gather into a list needs one output tensor per rank (%d), but the list "
+                       "has %zu.",
+                       size, outs->size()));
+    for (int r = 0; r < size; ++r) {
+      PrepareOutput(&(*outs)[r], in, n, "gather list output");
+      dsts[r] = (*outs)[r].data();
+      tensors.push_back(&(*outs)[r]);
+    }
+  }
+  const void* src = in.data();
+  DataType dt = in.dtype();
+  phi::Place place = in.place();
+  OpDesc d{CommType::GATHER, 0, n, GetRank() == root ? n * size : 0, dt, root};
+  return Run(d, place, tensors,
+             [=](CommContext* c, phi::Stream* s, TaskState*) {
+               GatherBlocks(c, s, src, dsts, n, dt, root, place);
+             },
+             sync_op, use_calc_stream);
+}
+
+namespace {
+// The all-to-all exchange: block r of the send side goes to rank r, block r of the receive
+// side comes from rank r. One group of sends and receives, so crossing orders never block.
+void ExchangeBlocks(CommContext* c, phi::Stream* s, const std::vector<const void*>& srcs,
+                    const std::vector<void*>& dsts, const std::vector<int64_t>& send_counts,
+                    const std::vector<int64_t>& recv_counts, DataType dt,
+                    const phi::Place& place) {
+  const int rank = c->GetRank(), size = c->GetSize();
+  CommGroupGuard group(c);
+  for (int r = 0; r < size; ++r) {
+    if (r == rank) continue;
+    if (send_counts[r] > 0) c->Send(srcs[r], send_counts[r], dt, r, 0, s);
+    if (recv_counts[r] > 0) c->Recv(dsts[r], recv_counts[r], dt, r, 0, s);
+  }
+  group.End();
+  phi::memory::Copy(place, dsts[rank], place, srcs[rank],
+                    static_cast<size_t>(send_counts[rank]) * phi::SizeOf(dt), s);
+}
+}  // namespace
+
+ProcessGroup::TaskPtr ProcessGroupWithStream::AllToAll(
+    DenseTensor* out, const DenseTensor& in, const std::vector<int64_t>& out_split_sizes,
+    const std::vector<int64_t>& in_split_sizes, bool sync_op, bool use_calc_stream) {
+  CheckTensor(in, "input");
+  PADDLE_ENFORCE_NOT_NULL(out, phi::errors::InvalidArgument("The output tensor is null."));
+  const int size = GetSize(), rank = GetRank();
+  if (!out->initialized()) out->AllocateLike(in.place(), in.dtype(), in.dims());
+  CheckTensor(*out, "output");
+  CheckSameDtype(*out, "output", in, "input");
+  Splits send = MakeSplits(in_split_sizes, in, size, "input");
+  Splits recv = MakeSplits(out_split_sizes, *out, size, "output");
+  PADDLE_ENFORCE(send.counts[rank] == recv.counts[rank],
+                 phi::errors::InvalidArgument(
+                     "AllToAll: this rank sends itself %lld elements but expects %lld.",
+                     static_cast<long long>(send.counts[rank]),
+                     static_cast<long long>(recv.counts[rank])));
+  size_t es = in.element_size();
+  std::vector<const void*> srcs(size);
+  std::vector<void*> dsts(size);
+  for (int r = 0; r < size; ++r) {
+    srcs[r] = Bytes(in.data()) + send.offsets[r] * es;
+    dsts[r] = Bytes(out->data()) + recv.offsets[r] * es;
+  }
+  DataType dt = in.dtype();
+  phi::Place place = in.place();
+  OpDesc d{CommType::ALLTOALL, 0, in.numel(), out->numel(), dt, -1};
+  return Run(d, place, {&in, out},
+             [=, sc = send.counts, rc = recv.counts](CommContext* c, phi::Stream* s,
+                                                     TaskState*) {
+               ExchangeBlocks(c, s, srcs, dsts, sc, rc, dt, place);
+             },
+             sync_op, use_calc_stream);
+}
+
+ProcessGroup::TaskPtr ProcessGroupWithStream::AllToAll(std::vector<DenseTensor>* outs,
+                                                       const std::vector<DenseTensor>& ins,
+                                                       bool sync_op, bool use_calc_stream) {
+  const int size = GetSize();
+  PADDLE_ENFORCE_NOT_NULL(outs, phi::errors::InvalidArgument("The output list is null."));
+  PADDLE_ENFORCE(static_cast<int>(ins.size()) == size,
+                 phi::errors::InvalidArgument(
+                     "AllToAll needs one input tensor per rank (%d), but got %zu.", size,
+                     ins.size()));
+  PADDLE_ENFORCE(static_cast<int>(outs->size()) == size,
+                 phi::errors::InvalidArgument(
+                     "AllToAll needs one output tensor per rank (%d), but got %zu.", size,
+                     outs->size()));
+  std::vector<const void*> srcs(size);
+  std::vector<void*> dsts(size);
+  std::vector<int64_t> sc(size), rc(size);
+  std::vector<const DenseTensor*> tensors;
+  for (int r = 0; r < size; ++r) {
+    CheckTensor(ins[r], "input list");
+    CheckSameDtype(ins[r], "input list", ins[0], "first input");
+    DenseTensor& o = (*outs)[r];
+    if (!o.initialized()) o.AllocateLike(ins[r].place(), ins[r].dtype(), ins[r].dims());
+    CheckTensor(o, "output list");
+    CheckSameDtype(o, "output list", ins[0], "first input");
+    srcs[r] = ins[r].data();
+    dsts[r] = o.data();
+    sc[r] = ins[r].numel();
+    rc[r] = o.numel();
+    tensors.push_back(&ins[r]);
+    tensors.push_back(&o);
+  }
+  CheckNumel(rc[GetRank()], sc[GetRank()], "output block this rank sends itself");
+  DataType dt = ins[0].dtype();
+  phi::Place place = ins[0].place();
+  int64_t total_in = std::accumulate(sc.begin(), sc.end(), int64_t{0});
+  int64_t total_out = std::accumulate(rc.begin(), rc.end(), int64_t{0});
+  OpDesc d{CommType::ALLTOALL, 0, total_in, total_out, dt, -1};
+  return Run(d, place, tensors,
+             [=](CommContext* c, phi::Stream* s, TaskState*) {
+               ExchangeBlocks(c, s, srcs, dsts, sc, rc, dt, place);
+             },
+             sync_op, use_calc_stream);
+}
+
+// ------------------------------------------------------------------ point to point
+ProcessGroup::TaskPtr ProcessGroupWithStream::Send(const DenseTensor& tensor, int dst_rank,
+                                                   int64_t offset, int64_t numel, bool sync_op,
+                                                   bool use_calc_stream,
+                                                   const P2POptions& opts) {
+  CheckRank(dst_rank, GetSize(), "send destination rank");
+  DenseTensor part = PartialView(tensor, offset, numel, "send");
+  const void* src = part.data();
+  int64_t n = part.numel();
+  DataType dt = part.dtype();
+  int tag = opts.tag;
+  OpDesc d{CommType::SEND, 0, n, 0, dt, dst_rank};
+  return Run(d, tensor.place(), {&tensor},
+             [=](CommContext* c, phi::Stream* s, TaskState*) {
+               c->Send(src, n, dt, dst_rank, tag, s);
+             },
+             sync_op, use_calc_stream);
+}
+
+ProcessGroup::TaskPtr ProcessGroupWithStream::Recv(DenseTensor* tensor, int src_rank,
+                                                   int64_t offset, int64_t numel, bool sync_op,
+                                                   bool use_calc_stream,
+                                                   const P2POptions& opts) {
+  PADDLE_ENFORCE_NOT_NULL(tensor, phi::errors::InvalidArgument("The recv tensor is null."));
+  if (src_rank != kAnySource) CheckRank(src_rank, GetSize(), "recv source rank");
+  DenseTensor part = PartialView(*tensor, offset, numel, "recv");
+  void* dst = part.data();
+  int64_t n = part.numel();
+  DataType dt = part.dtype();
+  int tag = opts.tag;
+  OpDesc d{CommType::RECV, 0, 0, n, dt, src_rank};
+  return Run(d, tensor->place(), {tensor},
+             [=](CommContext* c, phi::Stream* s, TaskState* st) {
+               PADDLE_ENFORCE(src_rank != kAnySource || c->SupportsAnySource(),
+                              phi::errors::Unimplemented(
+                                  "The %s engine cannot receive from any source.",
+                                  c->BackendName().c_str()));
+               int source = src_rank;
+               c->Recv(dst, n, dt, src_rank == kAnySource ? CommContext::kAnyPeer : src_rank,
+                       tag, s, &source);
+               st->source_rank.store(source);
+             },
+             sync_op, use_calc_stream);
+}
+
+ProcessGroup::TaskPtr ProcessGroupWithStream::Barrier(const BarrierOptions& opts) {
+  // A one-element all-reduce: every rank must arrive before any leaves.
+  phi::Place place = BarrierPlace(opts);
+  DenseTensor flag(place, DataType::FLOAT32, phi::DDim({1}));
+  phi::Fill(&flag, 0.0);
+  void* p = flag.data();
+  OpDesc d{CommType::BARRIER, 0, 1, 1, DataType::FLOAT32, -1};
+  // The tensor dies on return; its block stays reserved until the stream passes the op.
+  return Run(d, place, {&flag},
+             [p](CommContext* c, phi::Stream* s, TaskState*) {
+               c->AllReduce(p, p, 1, DataType::FLOAT32, Reduction{}, s);
+             },
+             /*sync_op=*/true, /*use_calc_stream=*/false);
+}
+
+}  // namespace distributed
+}  // namespace paddle_like
