@@ -29,7 +29,6 @@ void CpuEvent::Record(Stream* stream) {
   progress_ = worker->progress_;
   std::lock_guard<std::mutex> lk(progress_->mu);
   ticket_ = progress_->submitted;
-  stream_name_ = worker->DebugString();
 }
 
 bool CpuEvent::Query() const {
@@ -41,12 +40,14 @@ bool CpuEvent::Query() const {
 void CpuEvent::Synchronize(std::chrono::milliseconds timeout) const {
   if (!progress_) return;
   std::unique_lock<std::mutex> lk(progress_->mu);
+  ++progress_->waiters;
   bool done = progress_->cv.wait_for(lk, timeout,
                                      [&] { return progress_->completed >= ticket_; });
+  --progress_->waiters;
   if (!done) {
     PADDLE_THROW(errors::Timeout(
         "Event on %s did not complete within %lld ms (waiting for job %llu, completed %llu).",
-        stream_name_.c_str(), static_cast<long long>(timeout.count()),
+        progress_->name.c_str(), static_cast<long long>(timeout.count()),
         static_cast<unsigned long long>(ticket_),
         static_cast<unsigned long long>(progress_->completed)));
   }
@@ -64,6 +65,7 @@ std::unique_ptr<Event> CpuHostStream::CreateEvent() const { return std::make_uni
 // ------------------------------------------------------------------ CpuWorkerStream
 CpuWorkerStream::CpuWorkerStream(std::string name)
     : name_(std::move(name)), progress_(std::make_shared<CpuStreamProgress>()) {
+  progress_->name = DebugString();
   worker_ = std::thread([this] { Loop(); });
 }
 
@@ -72,7 +74,7 @@ CpuWorkerStream::~CpuWorkerStream() {
     std::lock_guard<std::mutex> lk(progress_->mu);
     stop_ = true;
   }
-  progress_->cv.notify_all();
+  work_cv_.notify_all();
   worker_.join();
 }
 
@@ -90,7 +92,7 @@ void CpuWorkerStream::Launch(std::function<void()> fn) {
     std::lock_guard<std::mutex> lk(progress_->mu);
     queue_.push_back(Job{++progress_->submitted, std::move(fn)});
   }
-  progress_->cv.notify_all();
+  work_cv_.notify_one();
 }
 
 void CpuWorkerStream::LaunchPreferInline(std::function<void()> fn) {
@@ -101,7 +103,7 @@ void CpuWorkerStream::LaunchPreferInline(std::function<void()> fn) {
                 !inline_running_;
     if (!idle) {
       queue_.push_back(Job{++progress_->submitted, std::move(fn)});
-      progress_->cv.notify_all();
+      work_cv_.notify_one();
       return;
     }
     // Claim the stream: jobs submitted meanwhile queue behind this one, and the worker
@@ -110,20 +112,23 @@ void CpuWorkerStream::LaunchPreferInline(std::function<void()> fn) {
     inline_running_ = true;
   }
   RunJob(fn, name_);
-  {
-    std::lock_guard<std::mutex> lk(progress_->mu);
-    progress_->completed = seq;
-    inline_running_ = false;
-  }
-  progress_->cv.notify_all();
+  std::lock_guard<std::mutex> lk(progress_->mu);
+  inline_running_ = false;
+  CompleteLocked(seq);
+  if (!queue_.empty()) work_cv_.notify_one();  // jobs queued behind the inline one
+}
+
+void CpuWorkerStream::CompleteLocked(uint64_t seq) {
+  progress_->completed = seq;
+  if (progress_->waiters > 0) progress_->cv.notify_all();
 }
 
 void CpuWorkerStream::Loop() {
   StreamJobScope scope;  // the worker thread only runs jobs (and drops their captures)
   std::unique_lock<std::mutex> lk(progress_->mu);
   while (true) {
-    progress_->cv.wait(lk, [&] { return (!queue_.empty() && !inline_running_) ||
-                                        (stop_ && queue_.empty()); });
+    work_cv_.wait(lk, [&] { return (!queue_.empty() && !inline_running_) ||
+                                   (stop_ && queue_.empty()); });
     if (queue_.empty()) return;  // stop_ and drained
     Job job = std::move(queue_.front());
     queue_.pop_front();
@@ -131,8 +136,7 @@ void CpuWorkerStream::Loop() {
     RunJob(job.fn, name_);
     job.fn = nullptr;  // release captures before reporting completion
     lk.lock();
-    progress_->completed = job.seq;
-    progress_->cv.notify_all();
+    CompleteLocked(job.seq);
   }
 }
 

@@ -16,9 +16,11 @@ namespace phi {
 // shared_ptr, so an event outlives its stream safely (a destroyed stream has drained).
 struct CpuStreamProgress {
   std::mutex mu;
-  std::condition_variable cv;
+  std::condition_variable cv;  // progress waiters (events); notified only when waiters > 0
   uint64_t submitted = 0;  // sequence number of the last job submitted
   uint64_t completed = 0;  // sequence number of the last job finished (in order)
+  int waiters = 0;         // threads blocked in CpuEvent::Synchronize
+  std::string name;        // the stream's description, for messages
 };
 
 class CpuEvent : public Event {
@@ -30,7 +32,6 @@ class CpuEvent : public Event {
  private:
   std::shared_ptr<CpuStreamProgress> progress_;  // null: never recorded, or host stream
   uint64_t ticket_ = 0;
-  std::string stream_name_;
 };
 
 // True on a thread that is running a CpuWorkerStream job (the worker thread, or a caller
@@ -77,7 +78,13 @@ class CpuWorkerStream : public Stream {
   static void RunJob(const std::function<void()>& fn, const std::string& name);
 
   std::string name_;
+  // Marks progress (completed += 1) and wakes event waiters, if any. Holds progress_->mu.
+  void CompleteLocked(uint64_t seq);
+
   std::shared_ptr<CpuStreamProgress> progress_;
+  // The worker sleeps here, apart from event waiters, so that finishing an inline job
+  // (the sync fast path) does not wake an idle worker for nothing.
+  std::condition_variable work_cv_;
   std::deque<Job> queue_;       // guarded by progress_->mu
   bool inline_running_ = false;  // a LaunchPreferInline job runs on a caller thread
   bool stop_ = false;
