@@ -79,26 +79,16 @@ void GatherBlocks(CommContext* c, phi::Stream* s, const void* src, const std::ve
 ProcessGroup::TaskPtr ProcessGroupWithStream::Gather(DenseTensor* out, const DenseTensor& in,
                                                      const GatherOptions& opts, bool sync_op,
                                                      bool use_calc_stream) {
+  // One tensor of `size` blocks is the list form over views of its blocks.
   CheckTensor(in, "input");
   CheckRank(opts.root_rank, GetSize(), "gather root rank");
-  const int root = static_cast<int>(opts.root_rank);
-  const int size = GetSize();
-  int64_t n = in.numel();
-  std::vector<void*> dsts(size, nullptr);
-  if (GetRank() == root) {
-    PrepareOutput(out, in, n * size, "output");
-    size_t bytes = static_cast<size_t>(n) * in.element_size();
-    for (int r = 0; r < size; ++r) dsts[r] = Bytes(out->data()) + r * bytes;
+  std::vector<DenseTensor> blocks;
+  if (GetRank() == opts.root_rank) {
+    const int64_t n = in.numel();
+    PrepareOutput(out, in, n * GetSize(), "output");
+    for (int r = 0; r < GetSize(); ++r) blocks.push_back(out->FlatView(r * n, n));
   }
-  const void* src = in.data();
-  DataType dt = in.dtype();
-  phi::Place place = in.place();
-  OpDesc d{CommType::GATHER, 0, n, GetRank() == root ? n * size : 0, dt, root};
-  return Run(d, place, {&in, GetRank() == root ? out : nullptr},
-             [=](CommContext* c, phi::Stream* s, TaskState*) {
-               GatherBlocks(c, s, src, dsts, n, dt, root, place);
-             },
-             sync_op, use_calc_stream);
+  return Gather(&blocks, in, opts, sync_op, use_calc_stream);
 }
 
 ProcessGroup::TaskPtr ProcessGroupWithStream::Gather(std::vector<DenseTensor>* outs,

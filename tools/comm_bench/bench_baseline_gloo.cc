@@ -10,6 +10,7 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include "phi/core/distributed/gloo_comm_context.h"
 #include "phi/core/distributed/store/prefix_store.h"
 #include "phi/core/errors.h"
 #include "tools/comm_bench/bench_baseline.h"
@@ -41,20 +42,10 @@ class StoreForGloo : public ::gloo::rendezvous::Store {
 
 // The address the engine's Gloo context would use (loopback for a local job).
 ::gloo::transport::tcp::attr Attr() {
+  auto endpoint = phi::distributed::ResolveGlooEndpoint(phi::distributed::GlooOptions());
   ::gloo::transport::tcp::attr attr;
-  const char* ifname = std::getenv("PADDLE_GLOO_IFNAME");
-  if (ifname == nullptr) ifname = std::getenv("GLOO_SOCKET_IFNAME");
-  const char* master = std::getenv("MASTER_ADDR");
-  if (ifname != nullptr && *ifname) {
-    attr.iface = ifname;
-  } else if (master == nullptr || !*master || std::strncmp(master, "127.", 4) == 0 ||
-             std::strcmp(master, "localhost") == 0) {
-    attr.hostname = "127.0.0.1";
-  } else {
-    char host[256] = {0};
-    gethostname(host, sizeof(host) - 1);
-    attr.hostname = host;
-  }
+  attr.hostname = endpoint.hostname;
+  attr.iface = endpoint.iface;
   return attr;
 }
 

@@ -67,22 +67,10 @@ bool IsLocalAddress(const char* addr) {
 }
 
 ::gloo::transport::tcp::attr DeviceAttr(const GlooOptions& o) {
+  GlooEndpoint e = ResolveGlooEndpoint(o);
   ::gloo::transport::tcp::attr attr;
-  const char* ifname = std::getenv("PADDLE_GLOO_IFNAME");
-  if (ifname == nullptr) ifname = std::getenv("GLOO_SOCKET_IFNAME");
-  if (!o.iface.empty()) {
-    attr.iface = o.iface;
-  } else if (!o.hostname.empty()) {
-    attr.hostname = o.hostname;
-  } else if (ifname != nullptr && *ifname) {
-    attr.iface = ifname;
-  } else if (IsLocalAddress(std::getenv("MASTER_ADDR"))) {
-    attr.hostname = "127.0.0.1";
-  } else {
-    char host[256] = {0};
-    gethostname(host, sizeof(host) - 1);
-    attr.hostname = host;
-  }
+  attr.hostname = e.hostname;
+  attr.iface = e.iface;
   return attr;
 }
 
@@ -375,6 +363,26 @@ class GlooCommContext : public CommContext {
 };
 
 }  // namespace
+
+GlooEndpoint ResolveGlooEndpoint(const GlooOptions& o) {
+  GlooEndpoint e;
+  const char* ifname = std::getenv("PADDLE_GLOO_IFNAME");
+  if (ifname == nullptr) ifname = std::getenv("GLOO_SOCKET_IFNAME");
+  if (!o.iface.empty()) {
+    e.iface = o.iface;
+  } else if (!o.hostname.empty()) {
+    e.hostname = o.hostname;
+  } else if (ifname != nullptr && *ifname) {
+    e.iface = ifname;
+  } else if (IsLocalAddress(std::getenv("MASTER_ADDR"))) {
+    e.hostname = "127.0.0.1";
+  } else {
+    char host[256] = {0};
+    gethostname(host, sizeof(host) - 1);
+    e.hostname = host;
+  }
+  return e;
+}
 
 std::unique_ptr<CommContext> CreateGlooCommContext(const std::shared_ptr<Store>& store, int gid,
                                                    int rank, int size,

@@ -20,6 +20,14 @@ struct GlooOptions {
   std::chrono::milliseconds timeout = std::chrono::minutes(30);
 };
 
+// Where Gloo listens for `options`: exactly one of hostname / iface is set (the rule
+// described at GlooOptions). Raw-Gloo baselines use it to match the engine.
+struct GlooEndpoint {
+  std::string hostname;
+  std::string iface;
+};
+GlooEndpoint ResolveGlooEndpoint(const GlooOptions& options);
+
 // Rendezvouses the full mesh through `store` under "gloo/<gid>/" and returns the context.
 std::unique_ptr<CommContext> CreateGlooCommContext(const std::shared_ptr<Store>& store, int gid,
                                                    int rank, int size,
