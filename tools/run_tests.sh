@@ -58,7 +58,7 @@ cmake --build "$BUILD_DIR" -j "$JOBS"
 # Sanitizer runtime options. Leak checking stays on under ASan: a leak is a finding.
 # (fork-based tests: children leave with _exit, which skips LSan's exit-time check, so
 # only whole test processes are leak-checked.) Any report fails the test.
-SUPP="$ROOT/tools/sanitizer"
+SUPP="$ROOT/tests/sanitizers"  # tsan.supp / lsan.supp, when present
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 if [[ "$SANITIZE" == address ]]; then
   ASAN_DEFAULT="detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=1:check_initialization_order=1"
