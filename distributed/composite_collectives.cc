@@ -262,10 +262,11 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Recv(DenseTensor* tensor, int src_
                               phi::errors::Unimplemented(
                                   "The %s engine cannot receive from any source.",
                                   c->BackendName().c_str()));
-               int source = src_rank;
+               // The engine writes the sender when the receive completes, which inside a
+               // group is at GroupEnd: the task's state lives until then, this frame not.
+               st->source_rank = src_rank;
                c->Recv(dst, n, dt, src_rank == kAnySource ? CommContext::kAnyPeer : src_rank,
-                       tag, s, &source);
-               st->source_rank.store(source);
+                       tag, s, &st->source_rank);
              },
              sync_op, use_calc_stream);
 }

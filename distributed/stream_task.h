@@ -34,7 +34,9 @@ const char* TaskStatusName(TaskStatus s);
 // Shared by the task and the job that runs the op on the stream.
 struct TaskState {
   std::atomic<TaskStatus> status{TaskStatus::kIssued};
-  std::atomic<int> source_rank{-1};
+  // Sender of a receive; written by the engine when the receive completes, read after
+  // the task's end event (which orders the two).
+  int source_rank = -1;
   std::chrono::steady_clock::time_point issued_at = std::chrono::steady_clock::now();
   std::atomic<int64_t> finished_us{0};  // since issued_at; 0 until finished
 
@@ -61,7 +63,7 @@ class StreamTask : public ProcessGroup::Task {
   bool IsCompleted() override;
   bool Wait(std::chrono::milliseconds timeout = ProcessGroup::kWaitTimeout) override;
   void Synchronize() override;
-  int source_rank() const override { return state_->source_rank.load(); }
+  int source_rank() const override { return state_->source_rank; }
 
   const std::shared_ptr<TaskState>& state() const { return state_; }
   const OpDesc& desc() const { return desc_; }
