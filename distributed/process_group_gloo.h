@@ -16,10 +16,11 @@ class ProcessGroupGloo : public ProcessGroupWithStream {
                    std::chrono::milliseconds timeout);
   ~ProcessGroupGloo() override;
 
-  // Creates the group and registers it in ProcessGroupIdMap under gid.
+  // Creates the group and registers it in ProcessGroupIdMap under gid. The default timeout
+  // is FLAGS_default_group_timeout_s.
   static std::shared_ptr<ProcessGroupGloo> CreateProcessGroupGloo(
       std::shared_ptr<phi::distributed::Store> store, int rank, int size, int gid,
-      std::chrono::milliseconds timeout = std::chrono::minutes(30));
+      std::chrono::milliseconds timeout = std::chrono::milliseconds::zero());
 
   std::string GetBackendName() const override { return "Gloo"; }
 

@@ -39,7 +39,9 @@ ProcessGroupNCCL::ProcessGroupNCCL(std::shared_ptr<phi::distributed::Store> stor
   PADDLE_ENFORCE_LT(place_.GetDeviceId(), phi::GetGPUDeviceCount(),
                     phi::errors::Unavailable("%s: gpu:%d is not visible.", Describe().c_str(),
                                              place_.GetDeviceId()));
-  if (options_.timeout == phi::distributed::NCCLCommOptions().timeout) options_.timeout = timeout;
+  if (options_.timeout == phi::distributed::NCCLCommOptions().timeout) {
+    options_.timeout = this->timeout();
+  }
   if (FLAGS_eager_communication_connection) GetOrCreateCommContext(place_);
 }
 

@@ -44,7 +44,9 @@ ProcessGroupWithStream::ProcessGroupWithStream(std::shared_ptr<phi::distributed:
                                                std::chrono::milliseconds timeout)
     : ProcessGroup(rank, size, gid),
       store_(std::move(store)),
-      timeout_(timeout),
+      timeout_(timeout > std::chrono::milliseconds::zero()
+                   ? timeout
+                   : std::chrono::milliseconds(int64_t{FLAGS_default_group_timeout_s} * 1000)),
       recorder_(std::make_shared<FlightRecorder>(
           FLAGS_enable_async_trace ? static_cast<size_t>(FLAGS_async_trace_count) : 0)) {
   PADDLE_ENFORCE(size > 0 && rank >= 0 && rank < size,
@@ -52,7 +54,7 @@ ProcessGroupWithStream::ProcessGroupWithStream(std::shared_ptr<phi::distributed:
                      "A process group needs 0 <= rank < size, got rank %d, size %d.", rank,
                      size));
   if (FLAGS_check_collective_mismatch && store_) {
-    checker_ = std::make_unique<CollectiveFingerprintChecker>(store_, gid, rank, size, timeout);
+    checker_ = std::make_unique<CollectiveFingerprintChecker>(store_, gid, rank, size, timeout_);
   }
 }
 

@@ -31,6 +31,7 @@ struct CoalescingState;
 
 class ProcessGroupWithStream : public ProcessGroup {
  public:
+  // timeout <= 0: FLAGS_default_group_timeout_s.
   ProcessGroupWithStream(std::shared_ptr<phi::distributed::Store> store, int rank, int size,
                          int gid, std::chrono::milliseconds timeout);
   ~ProcessGroupWithStream() override;
