@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -95,8 +96,12 @@ void GlooCall(const char* what, F&& f) {
 
 class GlooCommContext : public CommContext {
  public:
-  GlooCommContext(std::shared_ptr<::gloo::rendezvous::Context> ctx, std::chrono::milliseconds timeout)
-      : CommContext(ctx->rank, ctx->size), ctx_(std::move(ctx)), timeout_(timeout) {}
+  GlooCommContext(std::shared_ptr<::gloo::rendezvous::Context> ctx, std::chrono::milliseconds timeout,
+                  std::map<std::string, int> peer_by_address)
+      : CommContext(ctx->rank, ctx->size),
+        ctx_(std::move(ctx)),
+        timeout_(timeout),
+        peer_by_address_(std::move(peer_by_address)) {}
 
   std::string BackendName() const override { return "Gloo"; }
   bool SupportsAnySource() const override { return true; }
@@ -113,7 +118,7 @@ class GlooCommContext : public CommContext {
   void Broadcast(const void* send, void* recv, int64_t count, DataType dtype, int root,
                  Stream*) override {
     if (count == 0) return;
-    GlooCall("broadcast", [&] {
+    Call("broadcast", [&] {
       VisitDataType(dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         ::gloo::BroadcastOptions opts(ctx_);
@@ -132,7 +137,7 @@ class GlooCommContext : public CommContext {
               int root, Stream*) override {
     if (count == 0) return;
     Prepared p = Prepare(send, recv, count, dtype, red);
-    GlooCall("reduce", [&] {
+    Call("reduce", [&] {
       VisitDataType(p.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         ::gloo::ReduceOptions opts(ctx_);
@@ -150,7 +155,7 @@ class GlooCommContext : public CommContext {
   void AllGather(const void* send, void* recv, int64_t send_count, DataType dtype,
                  Stream*) override {
     if (send_count == 0) return;
-    GlooCall("allgather", [&] {
+    Call("allgather", [&] {
       VisitDataType(dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         ::gloo::AllgatherOptions opts(ctx_);
@@ -179,7 +184,7 @@ class GlooCommContext : public CommContext {
     if (count == 0) return;
     size_t bytes = static_cast<size_t>(count) * SizeOf(dtype);
     auto buf = ctx_->createUnboundBuffer(const_cast<void*>(send), bytes);
-    GlooCall("send", [&] { buf->send(peer, P2PSlot(tag)); });
+    Call("send", [&] { buf->send(peer, P2PSlot(tag)); });
     if (depth_ > 0) {
       pending_sends_.push_back(std::move(buf));
     } else {
@@ -192,7 +197,7 @@ class GlooCommContext : public CommContext {
     if (count == 0) return;
     size_t bytes = static_cast<size_t>(count) * SizeOf(dtype);
     auto buf = ctx_->createUnboundBuffer(recv, bytes);
-    GlooCall("recv", [&] {
+    Call("recv", [&] {
       if (peer == kAnyPeer) {
         std::vector<int> peers;
         for (int r = 0; r < GetSize(); ++r) {
@@ -278,7 +283,7 @@ class GlooCommContext : public CommContext {
                     const Reduction& red) {
     if (count == 0) return;
     Prepared p = Prepare(send, recv, count, dtype, red);
-    GlooCall("allreduce", [&] {
+    Call("allreduce", [&] {
       VisitDataType(p.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         ::gloo::AllreduceOptions opts(ctx_);
@@ -333,7 +338,7 @@ class GlooCommContext : public CommContext {
   }
 
   void WaitSend(::gloo::transport::UnboundBuffer* buf, int peer) {
-    GlooCall("send", [&] {
+    Call("send", [&] {
       if (!buf->waitSend(timeout_)) {
         PADDLE_THROW(errors::Timeout("Gloo send to rank %d did not complete within %lld ms.",
                                      peer, static_cast<long long>(timeout_.count())));
@@ -343,7 +348,7 @@ class GlooCommContext : public CommContext {
 
   void WaitRecv(::gloo::transport::UnboundBuffer* buf, int* source, int peer) {
     int src = -1;
-    GlooCall("recv", [&] {
+    Call("recv", [&] {
       if (!buf->waitRecv(&src, timeout_)) {
         PADDLE_THROW(errors::Timeout(
             "Gloo recv from rank %d did not complete within %lld ms.", peer,
@@ -353,8 +358,28 @@ class GlooCommContext : public CommContext {
     if (source != nullptr) *source = src;
   }
 
+  // GlooCall, plus the rank behind a failed connection: Gloo names only the peer's address.
+  template <typename F>
+  void Call(const char* what, F&& f) {
+    try {
+      GlooCall(what, std::forward<F>(f));
+    } catch (const UnavailableError& e) {
+      std::string msg = e.what();
+      for (const auto& kv : peer_by_address_) {
+        size_t at = msg.find(kv.first);
+        size_t next = at + kv.first.size();
+        if (at != std::string::npos && (next >= msg.size() || !std::isdigit(msg[next]))) {
+          msg += " [the peer at " + kv.first + " is rank " + std::to_string(kv.second) +
+                 ": it died or closed its connection]";
+        }
+      }
+      throw UnavailableError(msg);
+    }
+  }
+
   std::shared_ptr<::gloo::rendezvous::Context> ctx_;
   std::chrono::milliseconds timeout_;
+  std::map<std::string, int> peer_by_address_;  // "[ip]:port" of each peer's end -> rank
   // Group state; only the comm stream's thread touches it.
   int depth_ = 0;
   std::vector<PendingAllReduce> pending_allreduce_;
@@ -396,9 +421,30 @@ std::unique_ptr<CommContext> CreateGlooCommContext(const std::shared_ptr<Store>&
     auto device = ::gloo::transport::tcp::CreateDevice(attr);
     ctx->connectFullMesh(adapter, device);
   });
+  // Each rank publishes the address of its end of every pair; the peers keep the ones facing
+  // them, so an error naming "[ip]:port" can be traced to a rank.
+  std::string mine;
+  for (int r = 0; r < size; ++r) {
+    if (r != rank) mine += std::to_string(r) + "=" + ctx->getPair(r)->address().str() + ";";
+  }
+  prefixed->set("pairs/" + std::to_string(rank), mine);
+  std::map<std::string, int> peer_by_address;
+  const std::string me = std::to_string(rank) + "=";
+  for (int r = 0; r < size; ++r) {
+    if (r == rank) continue;
+    std::string theirs = prefixed->get_string("pairs/" + std::to_string(r));
+    size_t at = theirs.find(me);
+    while (at != std::string::npos && at != 0 && theirs[at - 1] != ';') {
+      at = theirs.find(me, at + 1);
+    }
+    if (at == std::string::npos) continue;
+    size_t end = theirs.find(';', at);
+    peer_by_address[theirs.substr(at + me.size(), end - at - me.size())] = r;
+  }
   VLOG(1) << "Gloo context for group " << gid << " ready: rank " << rank << "/" << size
           << " on " << (attr.iface.empty() ? attr.hostname : attr.iface);
-  return std::make_unique<GlooCommContext>(std::move(ctx), options.timeout);
+  return std::make_unique<GlooCommContext>(std::move(ctx), options.timeout,
+                                           std::move(peer_by_address));
 }
 
 }  // namespace distributed
