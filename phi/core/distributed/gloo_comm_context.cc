@@ -359,6 +359,8 @@ class GlooCommContext : public CommContext {
   }
 
   // GlooCall, plus the rank behind a failed connection: Gloo names only the peer's address.
+  // Best effort: Gloo reports the peer's listening address for connections this rank
+  // initiated, but the peer's ephemeral port for those it accepted, which no one publishes.
   template <typename F>
   void Call(const char* what, F&& f) {
     try {
