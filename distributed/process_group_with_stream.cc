@@ -110,6 +110,18 @@ phi::DeviceContext* ProcessGroupWithStream::GetDeviceContext(const phi::Place& p
                          : CommDeviceContext(place);
 }
 
+// A failed op is logged where it fails, so that it is never silent, even when nobody waits
+// on its task (the error is also kept for Wait to raise).
+static void LogFailure(const std::string& group, const OpDesc& desc, std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    LOG(ERROR) << group << ": " << desc.ToString() << " failed: " << ex.what();
+  } catch (...) {
+    LOG(ERROR) << group << ": " << desc.ToString() << " failed with a non-standard exception";
+  }
+}
+
 // ------------------------------------------------------------------ the one engine
 ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place& place,
                                                   std::vector<const DenseTensor*> tensors,
@@ -168,13 +180,14 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
   lk.unlock();
 
   std::shared_ptr<TaskState> state = task->state();
-  auto job = [comm, stream, fn = std::move(fn), state] {
+  auto job = [comm, stream, fn = std::move(fn), state, group = DescribePtr(), desc] {
     state->status.store(TaskStatus::kStarted);
     try {
       fn(comm, stream, state.get());
       state->MarkFinished(TaskStatus::kCompleted);
     } catch (...) {
       state->SetError(std::current_exception());
+      LogFailure(*group, desc, state->error());
     }
   };
   // A sync op on an idle CPU comm stream runs right here: no thread hand-off.
@@ -241,7 +254,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
   auto jobs = std::make_shared<std::vector<GroupJob>>();
   for (auto& j : c->jobs) jobs->push_back(GroupJob{std::move(j.fn), j.task->state()});
   std::shared_ptr<TaskState> group_state = group_task->state();
-  auto job = [comm, stream, jobs, group_state] {
+  auto job = [comm, stream, jobs, group_state, group = DescribePtr(), desc] {
     group_state->status.store(TaskStatus::kStarted);
     try {
       CommGroupGuard group(comm);
@@ -256,6 +269,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
       auto e = std::current_exception();
       for (auto& j : *jobs) j.state->SetError(e);
       group_state->SetError(e);
+      LogFailure(*group, desc, e);
     }
   };
   if (c->any_sync && !c->use_calc_stream) {
