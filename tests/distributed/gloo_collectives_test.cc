@@ -82,15 +82,16 @@ TEST_P(GlooCollectives, BroadcastReduceEveryRoot) {
         pg->Broadcast(&inplace, inplace, {root, 0}, false)->Wait();
         ExpectClose(inplace, ref, "broadcast in-place root " + std::to_string(root));
 
-        // Reduce (SUM for every dtype, MAX where defined) to this root.
-        for (ReduceOp op : {ReduceOp::SUM, ReduceOp::MAX}) {
+        // Reduce to this root with every valid op.
+        for (ReduceOp op : AllReduceOps()) {
           if (!OpSupported(op, dt)) continue;
+          const double premul = phi::IsIntegral(dt) ? 3.0 : 0.5;
           DenseTensor rin = MakeInput(dt, n, ctx.rank, op);
           DenseTensor rout;
-          pg->Reduce(&rout, rin, {op, 1.0, root}, true);
+          pg->Reduce(&rout, rin, {op, premul, root}, true);
           if (ctx.rank == root) {
             std::vector<Val> rref(n);
-            for (int64_t i = 0; i < n; ++i) rref[i] = ReduceRef(dt, op, ctx.world_size, i, 1.0);
+            for (int64_t i = 0; i < n; ++i) rref[i] = ReduceRef(dt, op, ctx.world_size, i, premul);
             ExpectClose(rout, rref, Tag("reduce", dt, op, false, false));
           }
         }
@@ -123,15 +124,16 @@ TEST_P(GlooCollectives, AllGatherReduceScatterWholeAndPartial) {
       ExpectClose(pout, pref, std::string("allgather partial ") + phi::DataTypeToString(dt));
 
       // ReduceScatter: block r of the reduction lands on rank r.
-      for (ReduceOp op : {ReduceOp::SUM, ReduceOp::MIN, ReduceOp::AVG}) {
+      for (ReduceOp op : AllReduceOps()) {
         if (!OpSupported(op, dt)) continue;
+        const double premul = phi::IsIntegral(dt) ? 3.0 : 0.5;
         const int64_t block = 6;
         DenseTensor rin = MakeInput(dt, block * ws, ctx.rank, op);
         DenseTensor rout;
-        pg->ReduceScatter(&rout, rin, {op, 1.0}, true);
+        pg->ReduceScatter(&rout, rin, {op, premul}, true);
         std::vector<Val> rref(block);
         for (int64_t i = 0; i < block; ++i)
-          rref[i] = ReduceRef(dt, op, ws, ctx.rank * block + i, 1.0);
+          rref[i] = ReduceRef(dt, op, ws, ctx.rank * block + i, premul);
         ExpectClose(rout, rref, Tag("reducescatter", dt, op, false, false));
       }
     }
