@@ -174,6 +174,27 @@ TEST(GlooFaults, CollectiveCheckNamesTheRankThatNeverArrives) {
   });
 }
 
+TEST(GlooFaults, DestroyingAGroupWithAHungOpReturnsWithinTheTimeout) {
+  RunRanks(2, [](const RankContext& ctx) {
+    auto pg = std::make_unique<ProcessGroupGloo>(ctx.store, ctx.rank, ctx.world_size, 9,
+                                                 std::chrono::seconds(2));
+    pg->Barrier()->Wait();
+    if (ctx.rank == 1) {
+      ctx.store->wait({"rank0_destroyed"}, std::chrono::seconds(30));
+      return;  // never joins the all-reduce
+    }
+    DenseTensor t = MakeInput(DataType::FLOAT32, 64, ctx.rank, ReduceOp::SUM);
+    auto task = pg->AllReduce(&t, t, {}, /*sync_op=*/false);
+    auto start = Clock::now();
+    pg.reset();  // the op is stuck waiting for rank 1
+    auto took = Clock::now() - start;
+    EXPECT_LT(took, std::chrono::seconds(7)) << "destroying the group hung";
+    EXPECT_TRUE(task->IsCompleted());
+    EXPECT_THROW(task->Wait(), phi::EnforceNotMet) << "the hung op must end as an error";
+    ctx.store->set("rank0_destroyed", "1");
+  });
+}
+
 }  // namespace
 }  // namespace testing
 }  // namespace paddle_like
