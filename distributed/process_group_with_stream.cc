@@ -153,14 +153,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
   }
 
   std::unique_lock<std::mutex> lk(mu_);
-  desc.seq = ++seq_;
-  auto task = std::make_shared<StreamTask>(GetRank(), desc, sync_op, DescribePtr(), calc,
-                                           BlockingWait(),
-                                           [recorder = recorder_] { return recorder->Dump(); });
-  recorder_->Record(desc, task->state());
-  VLOG(3) << Describe() << " issue " << (VLOG_IS_ON(3) ? desc.ToString() : "");
-
-  if (coalescing_) {
+  if (coalescing_) {  // checked before the op takes a sequence number
     auto& c = *coalescing_;
     if (!c.has_place) {
       c.has_place = true;
@@ -172,9 +165,18 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
                        "%s: all ops of one coalesced group must use one place and stream; "
                        "the group is on %s but %s is on %s.",
                        Describe().c_str(), c.place.DebugString().c_str(),
-                       desc.ToString().c_str(), place.DebugString().c_str()));
-    c.any_sync |= sync_op;
-    c.jobs.push_back(CoalescingState::Job{std::move(fn), task, std::move(holders)});
+                       CommTypeToString(desc.type), place.DebugString().c_str()));
+  }
+  desc.seq = ++seq_;
+  auto task = std::make_shared<StreamTask>(GetRank(), desc, sync_op, DescribePtr(), calc,
+                                           BlockingWait(),
+                                           [recorder = recorder_] { return recorder->Dump(); });
+  recorder_->Record(desc, task->state());
+  VLOG(3) << Describe() << " issue " << (VLOG_IS_ON(3) ? desc.ToString() : "");
+
+  if (coalescing_) {
+    coalescing_->any_sync |= sync_op;
+    coalescing_->jobs.push_back(CoalescingState::Job{std::move(fn), task, std::move(holders)});
     return task;
   }
   lk.unlock();
