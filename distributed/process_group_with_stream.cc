@@ -122,6 +122,29 @@ static void LogFailure(const std::string& group, const OpDesc& desc, std::except
   }
 }
 
+// Puts `job` on `stream` and returns the event marking its end. A sync op on an idle CPU
+// comm stream runs right here: no thread hand-off.
+static std::shared_ptr<phi::Event> LaunchJob(phi::Stream* stream, std::function<void()> job,
+                                             bool prefer_inline) {
+  if (prefer_inline) {
+    stream->LaunchPreferInline(std::move(job));
+  } else {
+    stream->Launch(std::move(job));
+  }
+  std::shared_ptr<phi::Event> end = stream->CreateEvent();
+  end->Record(stream);
+  return end;
+}
+
+std::shared_ptr<StreamTask> ProcessGroupWithStream::NewTask(const OpDesc& desc, bool sync_op,
+                                                            phi::Stream* calc) {
+  auto task = std::make_shared<StreamTask>(GetRank(), desc, sync_op, DescribePtr(), calc,
+                                           BlockingWait(),
+                                           [recorder = recorder_] { return recorder->Dump(); });
+  recorder_->Record(desc, task->state());
+  return task;
+}
+
 // ------------------------------------------------------------------ the one engine
 ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place& place,
                                                   std::vector<const DenseTensor*> tensors,
@@ -168,10 +191,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
                        CommTypeToString(desc.type), place.DebugString().c_str()));
   }
   desc.seq = ++seq_;
-  auto task = std::make_shared<StreamTask>(GetRank(), desc, sync_op, DescribePtr(), calc,
-                                           BlockingWait(),
-                                           [recorder = recorder_] { return recorder->Dump(); });
-  recorder_->Record(desc, task->state());
+  auto task = NewTask(desc, sync_op, calc);
   VLOG(3) << Describe() << " issue " << (VLOG_IS_ON(3) ? desc.ToString() : "");
 
   if (coalescing_) {
@@ -192,15 +212,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
       LogFailure(*group, desc, state->error());
     }
   };
-  // A sync op on an idle CPU comm stream runs right here: no thread hand-off.
-  if (sync_op && !use_calc_stream) {
-    stream->LaunchPreferInline(std::move(job));
-  } else {
-    stream->Launch(std::move(job));
-  }
-  std::shared_ptr<phi::Event> end = stream->CreateEvent();
-  end->Record(stream);
-  task->Issue(std::move(end), stream, holders);
+  task->Issue(LaunchJob(stream, std::move(job), sync_op && !use_calc_stream), stream, holders);
 
   if (FLAGS_benchmark) stream->Synchronize(timeout_);
   if (sync_op) task->Wait(timeout_);
@@ -243,10 +255,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
   phi::Stream* calc = phi::DeviceContextPool::Instance().Get(c->place)->stream();
   phi::Stream* stream = c->use_calc_stream ? calc : CommDeviceContext(c->place)->stream();
 
-  auto group_task = std::make_shared<StreamTask>(GetRank(), desc, c->any_sync, DescribePtr(),
-                                                 calc, BlockingWait(),
-                                                 [recorder = recorder_] { return recorder->Dump(); });
-  recorder_->Record(desc, group_task->state());
+  auto group_task = NewTask(desc, c->any_sync, calc);
 
   // The job owns the op bodies and their states; the tasks stay with the caller.
   struct GroupJob {
@@ -274,13 +283,8 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
       LogFailure(*group, desc, e);
     }
   };
-  if (c->any_sync && !c->use_calc_stream) {
-    stream->LaunchPreferInline(std::move(job));
-  } else {
-    stream->Launch(std::move(job));
-  }
-  std::shared_ptr<phi::Event> end = stream->CreateEvent();
-  end->Record(stream);
+  std::shared_ptr<phi::Event> end =
+      LaunchJob(stream, std::move(job), c->any_sync && !c->use_calc_stream);
   for (auto& j : c->jobs) j.task->Issue(end, stream, j.holders);
   group_task->Issue(end, stream, {});
   if (FLAGS_benchmark) stream->Synchronize(timeout_);

@@ -25,6 +25,7 @@ namespace distributed {
 
 class CollectiveFingerprintChecker;
 class FlightRecorder;
+class StreamTask;
 struct OpDesc;
 struct TaskState;
 struct CoalescingState;
@@ -114,6 +115,8 @@ class ProcessGroupWithStream : public ProcessGroup {
   TaskPtr Run(OpDesc desc, const phi::Place& place, std::vector<const DenseTensor*> tensors,
               CommFn fn, bool sync_op, bool use_calc_stream);
   phi::DeviceContext* CommDeviceContext(const phi::Place& place) const;
+  // A task for `desc`, entered in the flight recorder.
+  std::shared_ptr<StreamTask> NewTask(const OpDesc& desc, bool sync_op, phi::Stream* calc);
 
   std::shared_ptr<phi::distributed::Store> store_;
   std::chrono::milliseconds timeout_;
