@@ -139,7 +139,7 @@ class GlooCommContext : public CommContext {
   void Reduce(const void* send, void* recv, int64_t count, DataType dtype, const Reduction& red,
               int root, Stream*) override {
     if (count == 0) return;
-    Prepared p = Prepare(send, recv, count, dtype, red);
+    Prepared p = Prepare(send, count, dtype, red);
     Call("reduce", [&] {
       VisitDataType(p.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -182,7 +182,7 @@ class GlooCommContext : public CommContext {
       RunAllReduce(send, recv, recv_count, dtype, red);
       return;
     }
-    Prepared p = Prepare(send, recv, recv_count * n, dtype, red);
+    Prepared p = Prepare(send, recv_count * n, dtype, red);
     const size_t block = static_cast<size_t>(p.count / n) * SizeOf(p.dtype);
     // Scratch kept across calls (only this stream's thread runs here): fresh pages for every
     // large call cost more than the copy. Past kMaxKeptScratch it is per call, not kept.
@@ -298,7 +298,7 @@ class GlooCommContext : public CommContext {
     std::vector<char> scaled;  // owns the scaled input of PREMUL_SUM
   };
 
-  Prepared Prepare(const void* send, void* recv, int64_t count, DataType dtype,
+  Prepared Prepare(const void* send, int64_t count, DataType dtype,
                    const Reduction& red) {
     Prepared p{send, count, dtype, {}};
     if (IsComplex(dtype)) {
@@ -316,7 +316,7 @@ class GlooCommContext : public CommContext {
   void RunAllReduce(const void* send, void* recv, int64_t count, DataType dtype,
                     const Reduction& red) {
     if (count == 0) return;
-    Prepared p = Prepare(send, recv, count, dtype, red);
+    Prepared p = Prepare(send, count, dtype, red);
     Call("allreduce", [&] {
       VisitDataType(p.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
