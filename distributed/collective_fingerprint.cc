@@ -17,9 +17,13 @@ std::string CollectiveFingerprintChecker::Key(uint64_t seq, int rank) const {
          std::to_string(rank);
 }
 
-std::string CollectiveFingerprintChecker::Fingerprint(const OpDesc& d) {
-  std::string s = std::string(CommTypeToString(d.type)) + " seq " + std::to_string(d.seq) +
-                  " dtype " + phi::DataTypeToString(d.dtype);
+std::string CollectiveFingerprintChecker::Fingerprint(const OpDesc& d, uint64_t n) {
+  std::string s = std::string(CommTypeToString(d.type)) + " (collective #" + std::to_string(n) +
+                  ") dtype " + phi::DataTypeToString(d.dtype);
+  if (d.reduce_op >= 0) {
+    s += std::string(" op ") +
+         phi::distributed::ReduceOpToString(static_cast<phi::distributed::ReduceOp>(d.reduce_op));
+  }
   switch (d.type) {
     case CommType::SCATTER:
       s += " numel " + std::to_string(d.numel_out);
@@ -39,10 +43,13 @@ std::string CollectiveFingerprintChecker::Fingerprint(const OpDesc& d) {
 
 void CollectiveFingerprintChecker::Check(const OpDesc& desc, const std::string& group_desc) {
   if (desc.type == CommType::SEND || desc.type == CommType::RECV || size_ == 1) return;
-  const std::string mine = Fingerprint(desc);
-  store_->set(Key(desc.seq, rank_), mine);
+  // Collectives are counted apart from the group's sequence numbers: point-to-point ops
+  // take sequence numbers on their pair only.
+  const uint64_t n = ++collectives_;
+  const std::string mine = Fingerprint(desc, n);
+  store_->set(Key(n, rank_), mine);
   std::vector<std::string> keys;
-  for (int r = 0; r < size_; ++r) keys.push_back(Key(desc.seq, r));
+  for (int r = 0; r < size_; ++r) keys.push_back(Key(n, r));
   try {
     store_->wait(keys, timeout_);
   } catch (const phi::TimeoutError&) {
@@ -56,19 +63,21 @@ void CollectiveFingerprintChecker::Check(const OpDesc& desc, const std::string& 
         group_desc.c_str(), missing.c_str(), mine.c_str(),
         static_cast<long long>(timeout_.count()), rank_));
   }
+  // Every rank compares all fingerprints, so all ranks see the same set and all raise.
   auto values = store_->multi_get(keys);
+  bool differ = false;
+  std::string all;
   for (int r = 0; r < size_; ++r) {
     std::string theirs(values[r].begin(), values[r].end());
-    if (theirs != mine) {
-      PADDLE_THROW(phi::errors::InvalidArgument(
-          "%s: Detected mismatch between collectives on ranks. Rank %d is running collective: "
-          "%s, but Rank %d is running collective: %s.",
-          group_desc.c_str(), rank_, mine.c_str(), r, theirs.c_str()));
-    }
+    differ |= theirs != std::string(values[0].begin(), values[0].end());
+    all += "\n  Rank " + std::to_string(r) + " is running collective: " + theirs;
   }
-  // Every rank has published seq, so all have finished reading the previous one.
+  // Every rank has published n, so all have finished reading the previous one.
   if (last_checked_ != 0) store_->delete_key(Key(last_checked_, rank_));
-  last_checked_ = desc.seq;
+  last_checked_ = n;
+  PADDLE_ENFORCE(!differ, phi::errors::InvalidArgument(
+                              "%s: Detected mismatch between collectives on ranks:%s",
+                              group_desc.c_str(), all.c_str()));
 }
 
 }  // namespace distributed

@@ -25,13 +25,14 @@ class CollectiveFingerprintChecker {
   void Check(const OpDesc& desc, const std::string& group_desc);
 
   // The part of an op that must agree across ranks.
-  static std::string Fingerprint(const OpDesc& desc);
+  static std::string Fingerprint(const OpDesc& desc, uint64_t n);
 
  private:
   std::string Key(uint64_t seq, int rank) const;
   std::shared_ptr<phi::distributed::Store> store_;
   int gid_, rank_, size_;
   std::chrono::milliseconds timeout_;
+  uint64_t collectives_ = 0;  // collectives checked so far
   uint64_t last_checked_ = 0;
 };
 

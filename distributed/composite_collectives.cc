@@ -23,38 +23,40 @@ using namespace engine;  // NOLINT: the engine's own checks
 ProcessGroup::TaskPtr ProcessGroupWithStream::Scatter(DenseTensor* out, const DenseTensor& in,
                                                       const ScatterOptions& opts, bool sync_op,
                                                       bool use_calc_stream) {
-  CheckRank(opts.root_rank, GetSize(), "scatter root rank");
-  const int root = static_cast<int>(opts.root_rank);
-  const int rank = GetRank(), size = GetSize();
-  PADDLE_ENFORCE_NOT_NULL(out, phi::errors::InvalidArgument("The output tensor is null."));
-  CheckTensor(*out, "output");
-  int64_t n = out->numel();
-  const void* src = nullptr;
-  if (rank == root) {
-    CheckTensor(in, "input");
-    CheckSameDtype(in, "input", *out, "output");
-    CheckNumel(in.numel(), n * size, "scatter input (group size x output)");
-    src = in.data();
-  }
-  void* dst = out->data();
-  DataType dt = out->dtype();
-  size_t bytes = static_cast<size_t>(n) * phi::SizeOf(dt);
-  phi::Place place = out->place();
-  OpDesc d{CommType::SCATTER, 0, rank == root ? n * size : 0, n, dt, root};
-  return Run(d, place, {rank == root ? &in : nullptr, out},
-             [=](CommContext* c, phi::Stream* s, TaskState*) {
-               if (rank != root) {
-                 c->Recv(dst, n, dt, root, 0, s);
-                 return;
-               }
-               CommGroupGuard group(c);
-               for (int r = 0; r < size; ++r) {
-                 if (r != root) c->Send(Bytes(src) + r * bytes, n, dt, r, 0, s);
-               }
-               group.End();
-               phi::memory::Copy(place, dst, place, Bytes(src) + root * bytes, bytes, s);
-             },
-             sync_op, use_calc_stream);
+  return Guarded(CommType::SCATTER, [&]() -> TaskPtr {
+    CheckRank(opts.root_rank, GetSize(), "scatter root rank");
+    const int root = static_cast<int>(opts.root_rank);
+    const int rank = GetRank(), size = GetSize();
+    PADDLE_ENFORCE_NOT_NULL(out, phi::errors::InvalidArgument("The output tensor is null."));
+    CheckTensor(*out, "output");
+    int64_t n = out->numel();
+    const void* src = nullptr;
+    if (rank == root) {
+      CheckTensor(in, "input");
+      CheckSameDtype(in, "input", *out, "output");
+      CheckNumel(in.numel(), n * size, "scatter input (group size x output)");
+      src = in.data();
+    }
+    void* dst = out->data();
+    DataType dt = out->dtype();
+    size_t bytes = static_cast<size_t>(n) * phi::SizeOf(dt);
+    phi::Place place = out->place();
+    OpDesc d{CommType::SCATTER, 0, rank == root ? n * size : 0, n, dt, root};
+    return Run(d, place, {rank == root ? &in : nullptr, out},
+               [=](CommContext* c, phi::Stream* s, TaskState*) {
+                 if (rank != root) {
+                   c->Recv(dst, n, dt, root, 0, s);
+                   return;
+                 }
+                 CommGroupGuard group(c);
+                 for (int r = 0; r < size; ++r) {
+                   if (r != root) c->Send(Bytes(src) + r * bytes, n, dt, r, 0, s);
+                 }
+                 group.End();
+                 phi::memory::Copy(place, dst, place, Bytes(src) + root * bytes, bytes, s);
+               },
+               sync_op, use_calc_stream);
+  });
 }
 
 namespace {
@@ -79,52 +81,56 @@ void GatherBlocks(CommContext* c, phi::Stream* s, const void* src, const std::ve
 ProcessGroup::TaskPtr ProcessGroupWithStream::Gather(DenseTensor* out, const DenseTensor& in,
                                                      const GatherOptions& opts, bool sync_op,
                                                      bool use_calc_stream) {
-  // One tensor of `size` blocks is the list form over views of its blocks.
-  CheckTensor(in, "input");
-  CheckRank(opts.root_rank, GetSize(), "gather root rank");
-  std::vector<DenseTensor> blocks;
-  if (GetRank() == opts.root_rank) {
-    const int64_t n = in.numel();
-    PrepareOutput(out, in, n * GetSize(), "output");
-    for (int r = 0; r < GetSize(); ++r) blocks.push_back(out->FlatView(r * n, n));
-  }
-  return Gather(&blocks, in, opts, sync_op, use_calc_stream);
+  return Guarded(CommType::GATHER, [&]() -> TaskPtr {
+    // One tensor of `size` blocks is the list form over views of its blocks.
+    CheckTensor(in, "input");
+    CheckRank(opts.root_rank, GetSize(), "gather root rank");
+    std::vector<DenseTensor> blocks;
+    if (GetRank() == opts.root_rank) {
+      const int64_t n = in.numel();
+      PrepareOutput(out, in, n * GetSize(), "output");
+      for (int r = 0; r < GetSize(); ++r) blocks.push_back(out->FlatView(r * n, n));
+    }
+    return Gather(&blocks, in, opts, sync_op, use_calc_stream);
+  });
 }
 
 ProcessGroup::TaskPtr ProcessGroupWithStream::Gather(std::vector<DenseTensor>* outs,
                                                      const DenseTensor& in,
                                                      const GatherOptions& opts, bool sync_op,
                                                      bool use_calc_stream) {
-  CheckTensor(in, "input");
-  CheckRank(opts.root_rank, GetSize(), "gather root rank");
-  const int root = static_cast<int>(opts.root_rank);
-  const int size = GetSize();
-  int64_t n = in.numel();
-  std::vector<void*> dsts(size, nullptr);
-  std::vector<const DenseTensor*> tensors{&in};
-  if (GetRank() == root) {
-    PADDLE_ENFORCE_NOT_NULL(outs, phi::errors::InvalidArgument("The output list is null."));
-    if (outs->empty()) outs->resize(size);
-    PADDLE_ENFORCE(static_cast<int>(outs->size()) == size,
-                   phi::errors::InvalidArgument(
-                       "Gather into a list needs one output tensor per rank (%d), but the list "
-                       "has %zu.",
-                       size, outs->size()));
-    for (int r = 0; r < size; ++r) {
-      PrepareOutput(&(*outs)[r], in, n, "gather list output");
-      dsts[r] = (*outs)[r].data();
-      tensors.push_back(&(*outs)[r]);
+  return Guarded(CommType::GATHER, [&]() -> TaskPtr {
+    CheckTensor(in, "input");
+    CheckRank(opts.root_rank, GetSize(), "gather root rank");
+    const int root = static_cast<int>(opts.root_rank);
+    const int size = GetSize();
+    int64_t n = in.numel();
+    std::vector<void*> dsts(size, nullptr);
+    std::vector<const DenseTensor*> tensors{&in};
+    if (GetRank() == root) {
+      PADDLE_ENFORCE_NOT_NULL(outs, phi::errors::InvalidArgument("The output list is null."));
+      if (outs->empty()) outs->resize(size);
+      PADDLE_ENFORCE(static_cast<int>(outs->size()) == size,
+                     phi::errors::InvalidArgument(
+                         "Gather into a list needs one output tensor per rank (%d), but the list "
+                         "has %zu.",
+                         size, outs->size()));
+      for (int r = 0; r < size; ++r) {
+        PrepareOutput(&(*outs)[r], in, n, "gather list output");
+        dsts[r] = (*outs)[r].data();
+        tensors.push_back(&(*outs)[r]);
+      }
     }
-  }
-  const void* src = in.data();
-  DataType dt = in.dtype();
-  phi::Place place = in.place();
-  OpDesc d{CommType::GATHER, 0, n, GetRank() == root ? n * size : 0, dt, root};
-  return Run(d, place, tensors,
-             [=](CommContext* c, phi::Stream* s, TaskState*) {
-               GatherBlocks(c, s, src, dsts, n, dt, root, place);
-             },
-             sync_op, use_calc_stream);
+    const void* src = in.data();
+    DataType dt = in.dtype();
+    phi::Place place = in.place();
+    OpDesc d{CommType::GATHER, 0, n, GetRank() == root ? n * size : 0, dt, root};
+    return Run(d, place, tensors,
+               [=](CommContext* c, phi::Stream* s, TaskState*) {
+                 GatherBlocks(c, s, src, dsts, n, dt, root, place);
+               },
+               sync_op, use_calc_stream);
+  });
 }
 
 namespace {
@@ -150,79 +156,85 @@ void ExchangeBlocks(CommContext* c, phi::Stream* s, const std::vector<const void
 ProcessGroup::TaskPtr ProcessGroupWithStream::AllToAll(
     DenseTensor* out, const DenseTensor& in, const std::vector<int64_t>& out_split_sizes,
     const std::vector<int64_t>& in_split_sizes, bool sync_op, bool use_calc_stream) {
-  CheckTensor(in, "input");
-  PADDLE_ENFORCE_NOT_NULL(out, phi::errors::InvalidArgument("The output tensor is null."));
-  const int size = GetSize(), rank = GetRank();
-  if (!out->initialized()) out->AllocateLike(in.place(), in.dtype(), in.dims());
-  CheckTensor(*out, "output");
-  CheckSameDtype(*out, "output", in, "input");
-  Splits send = MakeSplits(in_split_sizes, in, size, "input");
-  Splits recv = MakeSplits(out_split_sizes, *out, size, "output");
-  PADDLE_ENFORCE(send.counts[rank] == recv.counts[rank],
-                 phi::errors::InvalidArgument(
-                     "AllToAll: this rank sends itself %lld elements but expects %lld.",
-                     static_cast<long long>(send.counts[rank]),
-                     static_cast<long long>(recv.counts[rank])));
-  size_t es = in.element_size();
-  std::vector<const void*> srcs(size);
-  std::vector<void*> dsts(size);
-  for (int r = 0; r < size; ++r) {
-    srcs[r] = Bytes(in.data()) + send.offsets[r] * es;
-    dsts[r] = Bytes(out->data()) + recv.offsets[r] * es;
-  }
-  DataType dt = in.dtype();
-  phi::Place place = in.place();
-  OpDesc d{CommType::ALLTOALL, 0, in.numel(), out->numel(), dt, -1};
-  return Run(d, place, {&in, out},
-             [=, sc = send.counts, rc = recv.counts](CommContext* c, phi::Stream* s,
-                                                     TaskState*) {
-               ExchangeBlocks(c, s, srcs, dsts, sc, rc, dt, place);
-             },
-             sync_op, use_calc_stream);
+  return Guarded(CommType::ALLTOALL, [&]() -> TaskPtr {
+    CheckTensor(in, "input");
+    PADDLE_ENFORCE_NOT_NULL(out, phi::errors::InvalidArgument("The output tensor is null."));
+    const int size = GetSize(), rank = GetRank();
+    if (!out->initialized()) out->AllocateLike(in.place(), in.dtype(), AllToAllOutputDims(in, out_split_sizes));
+    CheckTensor(*out, "output");
+    CheckNoOverlap(in, *out, "AllToAll");
+    CheckSameDtype(*out, "output", in, "input");
+    Splits send = MakeSplits(in_split_sizes, in, size, "input");
+    Splits recv = MakeSplits(out_split_sizes, *out, size, "output");
+    PADDLE_ENFORCE(send.counts[rank] == recv.counts[rank],
+                   phi::errors::InvalidArgument(
+                       "AllToAll: this rank sends itself %lld elements but expects %lld.",
+                       static_cast<long long>(send.counts[rank]),
+                       static_cast<long long>(recv.counts[rank])));
+    size_t es = in.element_size();
+    std::vector<const void*> srcs(size);
+    std::vector<void*> dsts(size);
+    for (int r = 0; r < size; ++r) {
+      srcs[r] = Bytes(in.data()) + send.offsets[r] * es;
+      dsts[r] = Bytes(out->data()) + recv.offsets[r] * es;
+    }
+    DataType dt = in.dtype();
+    phi::Place place = in.place();
+    OpDesc d{CommType::ALLTOALL, 0, in.numel(), out->numel(), dt, -1};
+    return Run(d, place, {&in, out},
+               [=, sc = send.counts, rc = recv.counts](CommContext* c, phi::Stream* s,
+                                                       TaskState*) {
+                 ExchangeBlocks(c, s, srcs, dsts, sc, rc, dt, place);
+               },
+               sync_op, use_calc_stream);
+  });
 }
 
 ProcessGroup::TaskPtr ProcessGroupWithStream::AllToAll(std::vector<DenseTensor>* outs,
                                                        const std::vector<DenseTensor>& ins,
                                                        bool sync_op, bool use_calc_stream) {
-  const int size = GetSize();
-  PADDLE_ENFORCE_NOT_NULL(outs, phi::errors::InvalidArgument("The output list is null."));
-  PADDLE_ENFORCE(static_cast<int>(ins.size()) == size,
-                 phi::errors::InvalidArgument(
-                     "AllToAll needs one input tensor per rank (%d), but got %zu.", size,
-                     ins.size()));
-  PADDLE_ENFORCE(static_cast<int>(outs->size()) == size,
-                 phi::errors::InvalidArgument(
-                     "AllToAll needs one output tensor per rank (%d), but got %zu.", size,
-                     outs->size()));
-  std::vector<const void*> srcs(size);
-  std::vector<void*> dsts(size);
-  std::vector<int64_t> sc(size), rc(size);
-  std::vector<const DenseTensor*> tensors;
-  for (int r = 0; r < size; ++r) {
-    CheckTensor(ins[r], "input list");
-    CheckSameDtype(ins[r], "input list", ins[0], "first input");
-    DenseTensor& o = (*outs)[r];
-    if (!o.initialized()) o.AllocateLike(ins[r].place(), ins[r].dtype(), ins[r].dims());
-    CheckTensor(o, "output list");
-    CheckSameDtype(o, "output list", ins[0], "first input");
-    srcs[r] = ins[r].data();
-    dsts[r] = o.data();
-    sc[r] = ins[r].numel();
-    rc[r] = o.numel();
-    tensors.push_back(&ins[r]);
-    tensors.push_back(&o);
-  }
-  CheckNumel(rc[GetRank()], sc[GetRank()], "output block this rank sends itself");
-  DataType dt = ins[0].dtype();
-  phi::Place place = ins[0].place();
-  int64_t total_in = std::accumulate(sc.begin(), sc.end(), int64_t{0});
-  int64_t total_out = std::accumulate(rc.begin(), rc.end(), int64_t{0});
-  OpDesc d{CommType::ALLTOALL, 0, total_in, total_out, dt, -1};
-  return Run(d, place, tensors,
-             [=](CommContext* c, phi::Stream* s, TaskState*) {
-               ExchangeBlocks(c, s, srcs, dsts, sc, rc, dt, place);
-             },
-             sync_op, use_calc_stream);
+  return Guarded(CommType::ALLTOALL, [&]() -> TaskPtr {
+    const int size = GetSize();
+    PADDLE_ENFORCE_NOT_NULL(outs, phi::errors::InvalidArgument("The output list is null."));
+    PADDLE_ENFORCE(static_cast<int>(ins.size()) == size,
+                   phi::errors::InvalidArgument(
+                       "AllToAll needs one input tensor per rank (%d), but got %zu.", size,
+                       ins.size()));
+    PADDLE_ENFORCE(static_cast<int>(outs->size()) == size,
+                   phi::errors::InvalidArgument(
+                       "AllToAll needs one output tensor per rank (%d), but got %zu.", size,
+                       outs->size()));
+    std::vector<const void*> srcs(size);
+    std::vector<void*> dsts(size);
+    std::vector<int64_t> sc(size), rc(size);
+    std::vector<const DenseTensor*> tensors;
+    for (int r = 0; r < size; ++r) {
+      CheckTensor(ins[r], "input list");
+      CheckSameDtype(ins[r], "input list", ins[0], "first input");
+      DenseTensor& o = (*outs)[r];
+      if (!o.initialized()) o.AllocateLike(ins[r].place(), ins[r].dtype(), ins[r].dims());
+      CheckTensor(o, "output list");
+      CheckSameDtype(o, "output list", ins[0], "first input");
+      for (int q = 0; q < size; ++q) CheckNoOverlap(ins[q], o, "AllToAll (list form)");
+      srcs[r] = ins[r].data();
+      dsts[r] = o.data();
+      sc[r] = ins[r].numel();
+      rc[r] = o.numel();
+      tensors.push_back(&ins[r]);
+      tensors.push_back(&o);
+    }
+    CheckNumel(rc[GetRank()], sc[GetRank()], "output block this rank sends itself");
+    DataType dt = ins[0].dtype();
+    phi::Place place = ins[0].place();
+    int64_t total_in = std::accumulate(sc.begin(), sc.end(), int64_t{0});
+    int64_t total_out = std::accumulate(rc.begin(), rc.end(), int64_t{0});
+    OpDesc d{CommType::ALLTOALL, 0, total_in, total_out, dt, -1};
+    return Run(d, place, tensors,
+               [=](CommContext* c, phi::Stream* s, TaskState*) {
+                 ExchangeBlocks(c, s, srcs, dsts, sc, rc, dt, place);
+               },
+               sync_op, use_calc_stream);
+  });
 }
 
 // ------------------------------------------------------------------ point to point
@@ -231,12 +243,14 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Send(const DenseTensor& tensor, in
                                                    bool use_calc_stream,
                                                    const P2POptions& opts) {
   CheckRank(dst_rank, GetSize(), "send destination rank");
+  CheckPeer(dst_rank, GetRank(), opts.tag, "Send to");
   DenseTensor part = PartialView(tensor, offset, numel, "send");
   const void* src = part.data();
   int64_t n = part.numel();
   DataType dt = part.dtype();
   int tag = opts.tag;
   OpDesc d{CommType::SEND, 0, n, 0, dt, dst_rank};
+  d.tag = tag;
   return Run(d, tensor.place(), {&tensor},
              [=](CommContext* c, phi::Stream* s, TaskState*) {
                c->Send(src, n, dt, dst_rank, tag, s);
@@ -249,13 +263,17 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Recv(DenseTensor* tensor, int src_
                                                    bool use_calc_stream,
                                                    const P2POptions& opts) {
   PADDLE_ENFORCE_NOT_NULL(tensor, phi::errors::InvalidArgument("The recv tensor is null."));
-  if (src_rank != kAnySource) CheckRank(src_rank, GetSize(), "recv source rank");
+  if (src_rank != kAnySource) {
+    CheckRank(src_rank, GetSize(), "recv source rank");
+  }
+  CheckPeer(src_rank, GetRank(), opts.tag, "Recv from");
   DenseTensor part = PartialView(*tensor, offset, numel, "recv");
   void* dst = part.data();
   int64_t n = part.numel();
   DataType dt = part.dtype();
   int tag = opts.tag;
   OpDesc d{CommType::RECV, 0, 0, n, dt, src_rank};
+  d.tag = tag;
   return Run(d, tensor->place(), {tensor},
              [=](CommContext* c, phi::Stream* s, TaskState* st) {
                PADDLE_ENFORCE(src_rank != kAnySource || c->SupportsAnySource(),

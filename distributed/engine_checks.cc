@@ -1,5 +1,7 @@
 #include "distributed/engine_checks.h"
 
+#include <limits>
+
 #include "phi/core/errors.h"
 
 namespace paddle_like {
@@ -61,13 +63,28 @@ void PrepareOutput(DenseTensor* out, const DenseTensor& like, int64_t numel, con
 
 DenseTensor PartialView(const DenseTensor& t, int64_t offset, int64_t numel, const char* what) {
   CheckTensor(t, what);
-  if (offset == 0 && (numel < 0 || numel == t.numel())) return t;
-  if (numel < 0) numel = t.numel() - offset;
-  PADDLE_ENFORCE(offset >= 0 && numel >= 0 && offset + numel <= t.numel(),
+  const int64_t total = t.numel();
+  // Only -1 means "to the end"; every other negative count is an error. The checks are
+  // written so that no sum can overflow: offset is bounded first, then numel against the
+  // remainder.
+  PADDLE_ENFORCE(numel >= -1,
+                 phi::errors::InvalidArgument(
+                     "The %s element count must be >= 0, or -1 for \"to the end\", but it is "
+                     "%lld.",
+                     what, static_cast<long long>(numel)));
+  PADDLE_ENFORCE(offset >= 0 && offset <= total,
                  phi::errors::OutOfRange(
-                     "The %s partial range [%lld, %lld) exceeds its %lld elements.", what,
-                     static_cast<long long>(offset), static_cast<long long>(offset + numel),
-                     static_cast<long long>(t.numel())));
+                     "The %s offset must be in [0, %lld] (the tensor's element count), but it "
+                     "is %lld.",
+                     what, static_cast<long long>(total), static_cast<long long>(offset)));
+  if (numel == -1) numel = total - offset;
+  PADDLE_ENFORCE(numel <= total - offset,
+                 phi::errors::OutOfRange(
+                     "The %s partial range of %lld elements at offset %lld exceeds the tensor's "
+                     "%lld elements.",
+                     what, static_cast<long long>(numel), static_cast<long long>(offset),
+                     static_cast<long long>(total)));
+  if (offset == 0 && numel == total) return t;
   return t.FlatView(offset, numel);
 }
 
@@ -96,8 +113,14 @@ Splits MakeSplits(const std::vector<int64_t>& rows, const DenseTensor& t, int si
                      size, r.size()));
   int64_t sum = 0;
   for (int64_t x : r) {
-    PADDLE_ENFORCE(x >= 0, phi::errors::InvalidArgument("The %s split sizes must be >= 0.",
-                                                        what));
+    PADDLE_ENFORCE(x >= 0, phi::errors::InvalidArgument(
+                               "The %s split sizes must be >= 0, but one is %lld.", what,
+                               static_cast<long long>(x)));
+    PADDLE_ENFORCE(x <= std::numeric_limits<int64_t>::max() - sum,
+                   phi::errors::InvalidArgument(
+                       "The %s split sizes overflow int64 when summed (the tensor's dim 0 is "
+                       "%lld).",
+                       what, static_cast<long long>(dim0)));
     sum += x;
   }
   PADDLE_ENFORCE(sum == dim0,
@@ -112,6 +135,47 @@ Splits MakeSplits(const std::vector<int64_t>& rows, const DenseTensor& t, int si
     off += x * row_elems;
   }
   return s;
+}
+
+phi::DDim AllToAllOutputDims(const DenseTensor& in, const std::vector<int64_t>& out_rows) {
+  if (out_rows.empty() || in.dims().size() == 0) return in.dims();
+  int64_t rows = 0;
+  for (int64_t x : out_rows) {
+    PADDLE_ENFORCE(x >= 0 && x <= std::numeric_limits<int64_t>::max() - rows,
+                   phi::errors::InvalidArgument(
+                       "The output split sizes must be >= 0 and sum to a valid dim 0, but one "
+                       "is %lld.",
+                       static_cast<long long>(x)));
+    rows += x;
+  }
+  std::vector<int64_t> dims = in.dims().Get();
+  dims[0] = rows;
+  return phi::DDim(dims);
+}
+
+void CheckNoOverlap(const DenseTensor& in, const DenseTensor& out, const char* op) {
+  if (!in.initialized() || !out.initialized()) return;
+  const char* a = static_cast<const char*>(in.data());
+  const char* b = static_cast<const char*>(out.data());
+  const size_t na = static_cast<size_t>(in.numel()) * in.element_size();
+  const size_t nb = static_cast<size_t>(out.numel()) * out.element_size();
+  PADDLE_ENFORCE(na == 0 || nb == 0 || a + na <= b || b + nb <= a,
+                 phi::errors::InvalidArgument(
+                     "%s cannot run in place: the output tensor's memory overlaps the "
+                     "input's. Pass a separate output tensor.",
+                     op));
+}
+
+void CheckPeer(int peer, int self, int tag, const char* what) {
+  PADDLE_ENFORCE(peer != self,
+                 phi::errors::InvalidArgument(
+                     "%s its own rank (%d): a rank cannot send to or receive from itself; "
+                     "copy the tensor instead.",
+                     what, self));
+  PADDLE_ENFORCE(tag >= 0, phi::errors::InvalidArgument(
+                               "%s rank %d: the tag must be >= 0 (negative tags are reserved "
+                               "for the engine), but it is %d.",
+                               what, peer, tag));
 }
 
 }  // namespace engine

@@ -34,6 +34,16 @@ struct Splits {
 Splits MakeSplits(const std::vector<int64_t>& rows, const phi::DenseTensor& t, int size,
                   const char* what);
 
+// The dims an unallocated AllToAll output gets: dim 0 is the sum of the output split sizes
+// (the input's dim 0 when they are empty: equal splits), the other dims the input's.
+phi::DDim AllToAllOutputDims(const phi::DenseTensor& in, const std::vector<int64_t>& out_rows);
+// Raises when `out`'s memory overlaps `in`'s (an in-place all-to-all would read blocks it
+// has already overwritten).
+void CheckNoOverlap(const phi::DenseTensor& in, const phi::DenseTensor& out, const char* op);
+// A point-to-point peer must be another rank (a message to oneself has no engine to carry
+// it), and user tags are >= 0 (negative tags are the engine's own).
+void CheckPeer(int peer, int self, int tag, const char* what);
+
 inline char* Bytes(void* p) { return static_cast<char*>(p); }
 inline const char* Bytes(const void* p) { return static_cast<const char*>(p); }
 

@@ -7,9 +7,11 @@
 #include "distributed/collective_fingerprint.h"
 #include "distributed/engine_checks.h"
 #include "distributed/flight_recorder.h"
+#include "distributed/op_agreement.h"
 #include "distributed/stream_task.h"
 #include "phi/core/errors.h"
 #include "phi/core/flags.h"
+#include "phi/core/cpu_stream.h"
 #include "phi/core/memcpy.h"
 
 namespace paddle_like {
@@ -27,6 +29,7 @@ struct CoalescingState {
     std::function<void(CommContext*, phi::Stream*, TaskState*)> fn;
     std::shared_ptr<StreamTask> task;
     std::vector<std::shared_ptr<phi::Allocation>> holders;
+    OpDesc desc;
   };
   bool has_place = false;
   phi::Place place;
@@ -62,10 +65,22 @@ ProcessGroupWithStream::~ProcessGroupWithStream() { ShutdownStreams(); }
 
 void ProcessGroupWithStream::ShutdownStreams() {
   std::map<phi::Place, std::unique_ptr<phi::DeviceContext>> doomed;
+  std::map<std::tuple<int, int, int>, std::unique_ptr<phi::Stream>> lanes;
   {
     std::lock_guard<std::mutex> lk(mu_);
     doomed.swap(comm_contexts_);
+    lanes.swap(p2p_lanes_);
+    pending_p2p_.clear();
   }
+  for (auto& kv : lanes) {
+    try {
+      kv.second->Synchronize(timeout_);
+    } catch (const std::exception& e) {
+      LOG(WARNING) << "process group " << GetGid() << ": a point-to-point lane did not drain "
+                   << "at shutdown: " << e.what();
+    }
+  }
+  lanes.clear();  // joins the lane threads while the communicator still exists
   // A CPU comm stream drains its queue before its thread joins; a CUDA one synchronizes.
   for (auto& kv : doomed) {
     try {
@@ -146,28 +161,95 @@ std::shared_ptr<StreamTask> ProcessGroupWithStream::NewTask(const OpDesc& desc, 
 }
 
 // ------------------------------------------------------------------ the one engine
+namespace {
+bool IsP2P(CommType t) { return t == CommType::SEND || t == CommType::RECV; }
+
+// The job that runs one op on its stream: the agreement check first (when asked), then the
+// op. Failures are kept in the task's state and logged where they happen.
+std::function<void()> MakeJob(CommContext* comm, phi::Stream* stream,
+                              std::function<void(CommContext*, phi::Stream*, TaskState*)> fn,
+                              std::shared_ptr<TaskState> state,
+                              std::shared_ptr<const std::string> group, OpDesc desc,
+                              bool check, int gid,
+                              std::shared_ptr<phi::distributed::Store> store) {
+  return [=, fn = std::move(fn)] {
+    state->status.store(TaskStatus::kStarted);
+    try {
+      if (check) {
+        CheckAgreement(comm, stream, MakeAgreementRecord(desc), *group, gid, store.get());
+      }
+      if (fn) fn(comm, stream, state.get());
+      state->MarkFinished(TaskStatus::kCompleted);
+    } catch (...) {
+      state->SetError(std::current_exception());
+      LogFailure(*group, desc, state->error());
+    }
+  };
+}
+}  // namespace
+
+phi::Stream* ProcessGroupWithStream::P2PLaneLocked(const OpDesc& desc) {
+  auto key = std::make_tuple(desc.peer, desc.tag, static_cast<int>(desc.type));
+  auto& lane = p2p_lanes_[key];
+  if (!lane) {
+    lane = std::make_unique<phi::CpuWorkerStream>(
+        GetBackendName() + "-p2p-g" + std::to_string(GetGid()) + "-" +
+        CommTypeToString(desc.type) + "-peer" + std::to_string(desc.peer) + "-tag" +
+        std::to_string(desc.tag));
+  }
+  return lane.get();
+}
+
+// What the stream of a new op must wait for, decided under mu_ and applied after: the calc
+// stream's submitted compute (device calc streams), the comm stream (a lane or calc-stream
+// op: one communicator is never used by two threads at once), and pending lane ops (a comm-
+// or calc-stream op comes after them in program order).
+struct ProcessGroupWithStream::Ordering {
+  std::vector<std::shared_ptr<phi::Event>> waits;
+};
+
+ProcessGroupWithStream::Ordering ProcessGroupWithStream::OrderLocked(phi::Stream* stream,
+                                                                     phi::Stream* calc,
+                                                                     phi::Stream* comm_stream,
+                                                                     bool on_lane) {
+  Ordering o;
+  auto mark = [&o](phi::Stream* s) {
+    std::shared_ptr<phi::Event> e = s->CreateEvent();
+    e->Record(s);
+    o.waits.push_back(std::move(e));
+  };
+  if (stream != calc && !calc->IsHostStream()) mark(calc);
+  if (stream != comm_stream) mark(comm_stream);
+  if (!on_lane) {
+    for (auto& e : pending_p2p_) {
+      if (!e->Query()) o.waits.push_back(std::move(e));
+    }
+    pending_p2p_.clear();
+  }
+  return o;
+}
+
 ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place& place,
                                                   std::vector<const DenseTensor*> tensors,
                                                   CommFn fn, bool sync_op,
                                                   bool use_calc_stream) {
   CheckPlace(place);
-  if (checker_) {  // before the communicator exists, so a missing rank is named here
+  const bool p2p = IsP2P(desc.type);
+  if (checker_ && !p2p && !desc.local_failure) {
+    // Before the communicator exists, so a missing rank is named here.
     std::lock_guard<std::mutex> lk(mu_);
-    OpDesc next = desc;
-    next.seq = seq_ + 1;
-    checker_->Check(next, Describe());
+    if (!coalescing_) {
+      try {
+        checker_->Check(desc, Describe());
+      } catch (...) {
+        checker_raised_ = true;  // every rank raises it: no failure notice (Guarded)
+        throw;
+      }
+    }
   }
   CommContext* comm = GetOrCreateCommContext(place);
   phi::Stream* calc = phi::DeviceContextPool::Instance().Get(place)->stream();
-  phi::Stream* stream = use_calc_stream ? calc : CommDeviceContext(place)->stream();
-
-  // The comm stream starts the op only after the compute already submitted on the calc
-  // stream (which produced the inputs). The host calc stream is always up to date.
-  if (!use_calc_stream && !calc->IsHostStream()) {
-    auto ready = calc->CreateEvent();
-    ready->Record(calc);
-    stream->WaitEvent(*ready);
-  }
+  phi::Stream* comm_stream = CommDeviceContext(place)->stream();
 
   std::vector<std::shared_ptr<phi::Allocation>> holders;
   holders.reserve(tensors.size());
@@ -196,27 +278,65 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
 
   if (coalescing_) {
     coalescing_->any_sync |= sync_op;
-    coalescing_->jobs.push_back(CoalescingState::Job{std::move(fn), task, std::move(holders)});
+    coalescing_->jobs.push_back(
+        CoalescingState::Job{std::move(fn), task, std::move(holders), desc});
     return task;
   }
+  const bool on_lane = p2p && !use_calc_stream && place.is_cpu();
+  phi::Stream* stream = use_calc_stream ? calc : on_lane ? P2PLaneLocked(desc) : comm_stream;
+  Ordering order = OrderLocked(stream, calc, comm_stream, on_lane);
   lk.unlock();
 
-  std::shared_ptr<TaskState> state = task->state();
-  auto job = [comm, stream, fn = std::move(fn), state, group = DescribePtr(), desc] {
-    state->status.store(TaskStatus::kStarted);
-    try {
-      fn(comm, stream, state.get());
-      state->MarkFinished(TaskStatus::kCompleted);
-    } catch (...) {
-      state->SetError(std::current_exception());
-      LogFailure(*group, desc, state->error());
-    }
-  };
-  task->Issue(LaunchJob(stream, std::move(job), sync_op && !use_calc_stream), stream, holders);
+  for (const auto& e : order.waits) stream->WaitEvent(*e);
+  const bool check = FLAGS_check_collective_agreement && place.is_cpu() && !p2p;
+  auto job = MakeJob(comm, stream, std::move(fn), task->state(), DescribePtr(), desc, check,
+                     GetGid(), store_);
+  std::shared_ptr<phi::Event> end = LaunchJob(stream, std::move(job), sync_op && !use_calc_stream);
+  task->Issue(end, stream, holders);
+  if (on_lane) {
+    std::lock_guard<std::mutex> relock(mu_);
+    pending_p2p_.push_back(end);
+  }
 
   if (FLAGS_benchmark) stream->Synchronize(timeout_);
   if (sync_op) task->Wait(timeout_);
   return task;
+}
+
+ProcessGroup::TaskPtr ProcessGroupWithStream::Guarded(CommType type,
+                                                      const std::function<TaskPtr()>& body) {
+  const uint64_t before = seq();
+  try {
+    return body();
+  } catch (const phi::EnforceNotMet& e) {
+    bool notify;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      notify = seq_ == before && !coalescing_ && !checker_raised_ && GetSize() > 1 &&
+               FLAGS_check_collective_agreement && BarrierPlace({}).is_cpu();
+      checker_raised_ = false;
+    }
+    if (notify) NotifyLocalFailure(type, e.what());
+    throw;
+  }
+}
+
+void ProcessGroupWithStream::NotifyLocalFailure(CommType type, const std::string& reason) {
+  OpDesc d;
+  d.type = type;
+  d.local_failure = true;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    d.failure_serial = ++local_failures_;
+  }
+  try {
+    if (store_) store_->set(LocalFailureKey(GetGid(), GetRank(), d.failure_serial), reason);
+    // Takes this op's place in the sequence; its check raises on every rank.
+    Run(d, BarrierPlace({}), {}, nullptr, /*sync_op=*/false, /*use_calc_stream=*/false);
+  } catch (const std::exception& e) {
+    LOG(WARNING) << Describe() << ": could not tell the other ranks that "
+                 << CommTypeToString(type) << " failed its checks here: " << e.what();
+  }
 }
 
 void ProcessGroupWithStream::StartCoalescing() {
@@ -253,9 +373,16 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
   }
   CommContext* comm = GetOrCreateCommContext(c->place);
   phi::Stream* calc = phi::DeviceContextPool::Instance().Get(c->place)->stream();
-  phi::Stream* stream = c->use_calc_stream ? calc : CommDeviceContext(c->place)->stream();
+  phi::Stream* comm_stream = CommDeviceContext(c->place)->stream();
+  phi::Stream* stream = c->use_calc_stream ? calc : comm_stream;
 
   auto group_task = NewTask(desc, c->any_sync, calc);
+  Ordering order;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    order = OrderLocked(stream, calc, comm_stream, /*on_lane=*/false);
+  }
+  for (const auto& e : order.waits) stream->WaitEvent(*e);
 
   // The job owns the op bodies and their states; the tasks stay with the caller.
   struct GroupJob {
@@ -263,17 +390,25 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
     std::shared_ptr<TaskState> state;
   };
   auto jobs = std::make_shared<std::vector<GroupJob>>();
-  for (auto& j : c->jobs) jobs->push_back(GroupJob{std::move(j.fn), j.task->state()});
+  std::vector<OpDesc> members;
+  for (auto& j : c->jobs) {
+    jobs->push_back(GroupJob{std::move(j.fn), j.task->state()});
+    members.push_back(j.desc);
+  }
+  const bool check = FLAGS_check_collective_agreement && c->place.is_cpu();
+  AgreementRecord record = MakeGroupRecord(members);
   std::shared_ptr<TaskState> group_state = group_task->state();
-  auto job = [comm, stream, jobs, group_state, group = DescribePtr(), desc] {
+  auto job = [comm, stream, jobs, group_state, group = DescribePtr(), desc, check, record,
+              gid = GetGid(), store = store_] {
     group_state->status.store(TaskStatus::kStarted);
     try {
-      CommGroupGuard group(comm);
+      if (check) CheckAgreement(comm, stream, record, *group, gid, store.get());
+      CommGroupGuard guard(comm);
       for (auto& j : *jobs) {
         j.state->status.store(TaskStatus::kStarted);
         j.fn(comm, stream, j.state.get());
       }
-      group.End();
+      guard.End();
       for (auto& j : *jobs) j.state->MarkFinished(TaskStatus::kCompleted);
       group_state->MarkFinished(TaskStatus::kCompleted);
     } catch (...) {
@@ -296,75 +431,85 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
 ProcessGroup::TaskPtr ProcessGroupWithStream::AllReduce(DenseTensor* out, const DenseTensor& in,
                                                         const AllreduceOptions& opts,
                                                         bool sync_op, bool use_calc_stream) {
-  CheckTensor(in, "input");
-  PrepareOutput(out, in, in.numel(), "output");
-  Reduction red = MakeReduction(opts.reduce_op, opts.premul_factor, in.dtype());
-  const void* src = in.data();
-  void* dst = out->data();
-  int64_t n = in.numel();
-  DataType dt = in.dtype();
-  OpDesc d{CommType::ALLREDUCE, 0, n, n, dt, -1};
-  return Run(d, in.place(), {&in, out},
-             [=](CommContext* c, phi::Stream* s, TaskState*) {
-               c->AllReduce(src, dst, n, dt, red, s);
-             },
-             sync_op, use_calc_stream);
+  return Guarded(CommType::ALLREDUCE, [&]() -> TaskPtr {
+    CheckTensor(in, "input");
+    PrepareOutput(out, in, in.numel(), "output");
+    Reduction red = MakeReduction(opts.reduce_op, opts.premul_factor, in.dtype());
+    const void* src = in.data();
+    void* dst = out->data();
+    int64_t n = in.numel();
+    DataType dt = in.dtype();
+    OpDesc d{CommType::ALLREDUCE, 0, n, n, dt, -1};
+    d.reduce_op = static_cast<int>(opts.reduce_op);
+    return Run(d, in.place(), {&in, out},
+               [=](CommContext* c, phi::Stream* s, TaskState*) {
+                 c->AllReduce(src, dst, n, dt, red, s);
+               },
+               sync_op, use_calc_stream);
+  });
 }
 
 ProcessGroup::TaskPtr ProcessGroupWithStream::Broadcast(DenseTensor* out, const DenseTensor& in,
                                                         const BroadcastOptions& opts,
                                                         bool sync_op, bool use_calc_stream) {
-  CheckTensor(in, "input");
-  CheckRank(opts.source_rank, GetSize(), "broadcast source rank");
-  PrepareOutput(out, in, in.numel(), "output");
-  int root = static_cast<int>(opts.source_rank);
-  const void* src = in.data();
-  void* dst = out->data();
-  int64_t n = in.numel();
-  DataType dt = in.dtype();
-  OpDesc d{CommType::BROADCAST, 0, n, n, dt, root};
-  return Run(d, in.place(), {&in, out},
-             [=](CommContext* c, phi::Stream* s, TaskState*) {
-               c->Broadcast(src, dst, n, dt, root, s);
-             },
-             sync_op, use_calc_stream);
+  return Guarded(CommType::BROADCAST, [&]() -> TaskPtr {
+    CheckTensor(in, "input");
+    CheckRank(opts.source_rank, GetSize(), "broadcast source rank");
+    PrepareOutput(out, in, in.numel(), "output");
+    int root = static_cast<int>(opts.source_rank);
+    const void* src = in.data();
+    void* dst = out->data();
+    int64_t n = in.numel();
+    DataType dt = in.dtype();
+    OpDesc d{CommType::BROADCAST, 0, n, n, dt, root};
+    return Run(d, in.place(), {&in, out},
+               [=](CommContext* c, phi::Stream* s, TaskState*) {
+                 c->Broadcast(src, dst, n, dt, root, s);
+               },
+               sync_op, use_calc_stream);
+  });
 }
 
 ProcessGroup::TaskPtr ProcessGroupWithStream::Reduce(DenseTensor* out, const DenseTensor& in,
                                                      const ReduceOptions& opts, bool sync_op,
                                                      bool use_calc_stream) {
-  CheckTensor(in, "input");
-  CheckRank(opts.root_rank, GetSize(), "reduce root rank");
-  PrepareOutput(out, in, in.numel(), "output");
-  Reduction red = MakeReduction(opts.reduce_op, opts.premul_factor, in.dtype());
-  int root = static_cast<int>(opts.root_rank);
-  const void* src = in.data();
-  void* dst = out->data();
-  int64_t n = in.numel();
-  DataType dt = in.dtype();
-  OpDesc d{CommType::REDUCE, 0, n, n, dt, root};
-  return Run(d, in.place(), {&in, out},
-             [=](CommContext* c, phi::Stream* s, TaskState*) {
-               c->Reduce(src, dst, n, dt, red, root, s);
-             },
-             sync_op, use_calc_stream);
+  return Guarded(CommType::REDUCE, [&]() -> TaskPtr {
+    CheckTensor(in, "input");
+    CheckRank(opts.root_rank, GetSize(), "reduce root rank");
+    PrepareOutput(out, in, in.numel(), "output");
+    Reduction red = MakeReduction(opts.reduce_op, opts.premul_factor, in.dtype());
+    int root = static_cast<int>(opts.root_rank);
+    const void* src = in.data();
+    void* dst = out->data();
+    int64_t n = in.numel();
+    DataType dt = in.dtype();
+    OpDesc d{CommType::REDUCE, 0, n, n, dt, root};
+    d.reduce_op = static_cast<int>(opts.reduce_op);
+    return Run(d, in.place(), {&in, out},
+               [=](CommContext* c, phi::Stream* s, TaskState*) {
+                 c->Reduce(src, dst, n, dt, red, root, s);
+               },
+               sync_op, use_calc_stream);
+  });
 }
 
 ProcessGroup::TaskPtr ProcessGroupWithStream::AllGather(DenseTensor* out, const DenseTensor& in,
                                                         int64_t offset, int64_t numel,
                                                         bool sync_op, bool use_calc_stream) {
-  DenseTensor part = PartialView(in, offset, numel, "input");
-  int64_t n = part.numel();
-  PrepareOutput(out, part, n * GetSize(), "output");
-  const void* src = part.data();
-  void* dst = out->data();
-  DataType dt = in.dtype();
-  OpDesc d{CommType::ALLGATHER, 0, n, n * GetSize(), dt, -1};
-  return Run(d, in.place(), {&in, out},
-             [=](CommContext* c, phi::Stream* s, TaskState*) {
-               c->AllGather(src, dst, n, dt, s);
-             },
-             sync_op, use_calc_stream);
+  return Guarded(CommType::ALLGATHER, [&]() -> TaskPtr {
+    DenseTensor part = PartialView(in, offset, numel, "input");
+    int64_t n = part.numel();
+    PrepareOutput(out, part, n * GetSize(), "output");
+    const void* src = part.data();
+    void* dst = out->data();
+    DataType dt = in.dtype();
+    OpDesc d{CommType::ALLGATHER, 0, n, n * GetSize(), dt, -1};
+    return Run(d, in.place(), {&in, out},
+               [=](CommContext* c, phi::Stream* s, TaskState*) {
+                 c->AllGather(src, dst, n, dt, s);
+               },
+               sync_op, use_calc_stream);
+  });
 }
 
 ProcessGroup::TaskPtr ProcessGroupWithStream::ReduceScatter(DenseTensor* out,
@@ -372,24 +517,27 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::ReduceScatter(DenseTensor* out,
                                                             const ReduceScatterOptions& opts,
                                                             bool sync_op,
                                                             bool use_calc_stream) {
-  CheckTensor(in, "input");
-  PADDLE_ENFORCE(in.numel() % GetSize() == 0,
-                 phi::errors::InvalidArgument(
-                     "ReduceScatter needs the input's %lld elements divisible by the group "
-                     "size %d.",
-                     static_cast<long long>(in.numel()), GetSize()));
-  int64_t n = in.numel() / GetSize();
-  PrepareOutput(out, in, n, "output");
-  Reduction red = MakeReduction(opts.reduce_op, opts.premul_factor, in.dtype());
-  const void* src = in.data();
-  void* dst = out->data();
-  DataType dt = in.dtype();
-  OpDesc d{CommType::REDUCE_SCATTER, 0, in.numel(), n, dt, -1};
-  return Run(d, in.place(), {&in, out},
-             [=](CommContext* c, phi::Stream* s, TaskState*) {
-               c->ReduceScatter(src, dst, n, dt, red, s);
-             },
-             sync_op, use_calc_stream);
+  return Guarded(CommType::REDUCE_SCATTER, [&]() -> TaskPtr {
+    CheckTensor(in, "input");
+    PADDLE_ENFORCE(in.numel() % GetSize() == 0,
+                   phi::errors::InvalidArgument(
+                       "ReduceScatter needs the input's %lld elements divisible by the group "
+                       "size %d.",
+                       static_cast<long long>(in.numel()), GetSize()));
+    int64_t n = in.numel() / GetSize();
+    PrepareOutput(out, in, n, "output");
+    Reduction red = MakeReduction(opts.reduce_op, opts.premul_factor, in.dtype());
+    const void* src = in.data();
+    void* dst = out->data();
+    DataType dt = in.dtype();
+    OpDesc d{CommType::REDUCE_SCATTER, 0, in.numel(), n, dt, -1};
+    d.reduce_op = static_cast<int>(opts.reduce_op);
+    return Run(d, in.place(), {&in, out},
+               [=](CommContext* c, phi::Stream* s, TaskState*) {
+                 c->ReduceScatter(src, dst, n, dt, red, s);
+               },
+               sync_op, use_calc_stream);
+  });
 }
 
 }  // namespace distributed

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "distributed/process_group.h"
@@ -112,9 +113,25 @@ class ProcessGroupWithStream : public ProcessGroup {
  private:
   using CommFn =
       std::function<void(phi::distributed::CommContext*, phi::Stream*, TaskState*)>;
+  // The one path every op takes: picks and orders the stream, creates the task, runs the
+  // agreement check (CPU collectives) and `fn` on the stream. fn may be null (a notice).
   TaskPtr Run(OpDesc desc, const phi::Place& place, std::vector<const DenseTensor*> tensors,
               CommFn fn, bool sync_op, bool use_calc_stream);
+  // Runs `body` (an op's checks, then Run). When the checks fail on this rank before the op
+  // took a sequence number, the other ranks are told through the agreement check (they
+  // raise at once, naming this rank and the reason) and the error is rethrown here.
+  TaskPtr Guarded(CommType type, const std::function<TaskPtr()>& body);
+  void NotifyLocalFailure(CommType type, const std::string& reason);
   phi::DeviceContext* CommDeviceContext(const phi::Place& place) const;
+  // The worker stream of point-to-point ops with one (peer, tag, direction) on a CPU
+  // place. Ops of one lane complete in order, as Gloo matches them; ops of different lanes
+  // do not wait for each other, so a pending receive never blocks another tag's. Holds mu_.
+  phi::Stream* P2PLaneLocked(const OpDesc& desc);
+  struct Ordering;
+  // What the stream of a new op waits for before it (see the .cc). Holds mu_; clears the
+  // pending lane ops that a comm- or calc-stream op now waits for.
+  Ordering OrderLocked(phi::Stream* stream, phi::Stream* calc, phi::Stream* comm_stream,
+                       bool on_lane);
   // A task for `desc`, entered in the flight recorder.
   std::shared_ptr<StreamTask> NewTask(const OpDesc& desc, bool sync_op, phi::Stream* calc);
 
@@ -122,12 +139,19 @@ class ProcessGroupWithStream : public ProcessGroup {
   std::chrono::milliseconds timeout_;
   mutable std::mutex mu_;
   uint64_t seq_ = 0;
+  // Each place's comm stream (as a DeviceContext), created on first use.
   mutable std::map<phi::Place, std::unique_ptr<phi::DeviceContext>> comm_contexts_;
+  std::map<std::tuple<int, int, int>, std::unique_ptr<phi::Stream>> p2p_lanes_;
+  // Ends of lane ops that the next op on the comm or calc stream must wait for.
+  std::vector<std::shared_ptr<phi::Event>> pending_p2p_;
+  int64_t local_failures_ = 0;  // serial of this rank's failure notices
+  bool checker_raised_ = false;  // the fingerprint check raised (on every rank)
   std::unique_ptr<CoalescingState> coalescing_;  // non-null between Start/EndCoalescing
   std::shared_ptr<FlightRecorder> recorder_;
+  // FLAGS_check_collective_mismatch: the store-based fingerprint check (names missing ranks).
   std::unique_ptr<CollectiveFingerprintChecker> checker_;
   mutable std::once_flag describe_once_;
-  mutable std::shared_ptr<const std::string> describe_;  // FLAGS_check_collective_mismatch  // shared: tasks may outlive the group
+  mutable std::shared_ptr<const std::string> describe_;  // shared: tasks may outlive the group
 };
 
 }  // namespace distributed

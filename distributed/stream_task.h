@@ -25,6 +25,12 @@ struct OpDesc {
   int64_t numel_out = 0;
   phi::DataType dtype = phi::DataType::UNDEFINED;
   int peer = -1;  // root or P2P peer; -1 when none
+  int reduce_op = -1;  // ReduceOp of reducing ops; -1 otherwise
+  int tag = 0;         // P2P tag
+  // Set on the notice a rank issues when its own argument checks failed, so that the other
+  // ranks raise at once instead of waiting for it (op_agreement.h).
+  bool local_failure = false;
+  int64_t failure_serial = 0;
   std::string ToString() const;
 };
 

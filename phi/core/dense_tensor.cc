@@ -79,7 +79,7 @@ DenseTensor DenseTensor::Slice(int64_t begin, int64_t end) const {
 DenseTensor DenseTensor::FlatView(int64_t offset, int64_t n) const {
   PADDLE_ENFORCE(IsContiguous(),
                  errors::InvalidArgument("FlatView needs a contiguous tensor."));
-  PADDLE_ENFORCE(offset >= 0 && n >= 0 && offset + n <= numel(),
+  PADDLE_ENFORCE(offset >= 0 && n >= 0 && offset <= numel() && n <= numel() - offset,  // no wrap
                  errors::OutOfRange(
                      "Partial view (offset %lld, numel %lld) exceeds the tensor's %lld elements.",
                      static_cast<long long>(offset), static_cast<long long>(n),

@@ -16,6 +16,9 @@ DEFINE_bool(eager_communication_connection, false,
 DEFINE_bool(benchmark, false, "Synchronize after each collective");
 DEFINE_bool(check_collective_mismatch, false,
             "Check that all ranks run the same collective (op, seq, dtype, size, root)");
+DEFINE_bool(check_collective_agreement, true,
+            "Before each CPU collective, compare what every rank runs (in-band, one small "
+            "all-gather) and raise on every rank when they differ");
 DEFINE_int32(default_group_timeout_s, 1800, "Default process-group timeout in seconds");
 DEFINE_int32(max_pending_stream_frees, 4096,
              "Deferred frees kept before the allocator waits on the oldest");

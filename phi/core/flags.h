@@ -19,6 +19,10 @@ DECLARE_bool(benchmark);
 // Compare every collective's fingerprint across ranks through the store before issuing it
 // (debugging aid: names mismatched and missing ranks; one store round trip per op).
 DECLARE_bool(check_collective_mismatch);
+// Before each collective of a CPU engine, all-gather a small record of what every rank runs
+// and raise on every rank when they differ (distributed/op_agreement.h). On by default:
+// without it a size mismatch can abort the process inside Gloo.
+DECLARE_bool(check_collective_agreement);
 // Default timeout of a process group, in seconds.
 DECLARE_int32(default_group_timeout_s);
 // Bound on allocations whose free waits for a stream; past it the oldest are waited for.

@@ -1,5 +1,6 @@
-// Bad calls raise a typed error naming what was expected, issue nothing (the sequence
-// number does not move), and leave the group usable.
+// Bad calls raise a typed error naming what was expected, run nothing, and leave the group
+// usable. A collective whose checks fail still tells the other ranks (a failure notice
+// through the agreement check, which takes one sequence number), so they never hang.
 #include <gtest/gtest.h>
 
 #include "distributed/process_group_gloo.h"
@@ -12,8 +13,8 @@ namespace {
 
 using distributed::ProcessGroupGloo;
 
-// Runs `call`, expects error type E whose message contains `needle`, and that nothing was
-// issued.
+// Runs `call`, expects error type E whose message contains `needle`, and that at most the
+// failure notice was issued.
 template <typename E, typename F>
 void ExpectRejected(ProcessGroupGloo* pg, const char* what, const std::string& needle, F&& call) {
   uint64_t before = pg->seq();
@@ -26,7 +27,7 @@ void ExpectRejected(ProcessGroupGloo* pg, const char* what, const std::string& n
   } catch (const std::exception& e) {
     ADD_FAILURE() << what << ": wrong error type: " << e.what();
   }
-  EXPECT_EQ(pg->seq(), before) << what << ": an op was issued";
+  EXPECT_LE(pg->seq(), before + 1) << what << ": more than a failure notice was issued";
 }
 
 TEST(GlooMisuse, EveryBadCallIsATypedErrorAndNothingIsIssued) {
@@ -123,7 +124,6 @@ TEST(GlooMisuse, EveryBadCallIsATypedErrorAndNothingIsIssued) {
     std::vector<Val> ref(8);
     for (int64_t i = 0; i < 8; ++i) ref[i] = ReduceRef(DataType::INT32, ReduceOp::SUM, 2, i, 1.0);
     ExpectClose(out, ref, "allreduce after misuse");
-    EXPECT_EQ(pg.seq(), 1u);
   });
 }
 

@@ -1,0 +1,147 @@
+#include "distributed/op_agreement.h"
+
+#include <map>
+#include <vector>
+
+#include "phi/core/errors.h"
+
+namespace paddle_like {
+namespace distributed {
+namespace {
+
+constexpr int64_t kRecordMagic = 0x504c4147;  // "PLAG", version 1
+enum Field { kMagic = 0, kType, kDtype, kCount, kReduceOp, kRoot, kFailed, kExtra };
+
+bool HasRoot(CommType t) {
+  return t == CommType::BROADCAST || t == CommType::REDUCE || t == CommType::SCATTER ||
+         t == CommType::GATHER;
+}
+
+int64_t AgreedCount(const OpDesc& d) {
+  switch (d.type) {
+    case CommType::REDUCE_SCATTER:
+    case CommType::SCATTER:
+      return d.numel_out;  // per rank
+    case CommType::ALLTOALL:
+      return -1;  // differs per rank; checked per pair
+    default:
+      return d.numel_in;
+  }
+}
+
+const char* ReduceOpName(int64_t op) {
+  if (op < 0) return nullptr;
+  return phi::distributed::ReduceOpToString(static_cast<ReduceOp>(op));
+}
+
+}  // namespace
+
+AgreementRecord MakeAgreementRecord(const OpDesc& d) {
+  AgreementRecord r;
+  r.v[kMagic] = kRecordMagic;
+  r.v[kType] = static_cast<int64_t>(d.type);
+  r.v[kDtype] = static_cast<int64_t>(d.dtype);
+  r.v[kCount] = AgreedCount(d);
+  r.v[kReduceOp] = d.reduce_op;
+  r.v[kRoot] = HasRoot(d.type) ? d.peer : -1;
+  r.v[kFailed] = d.local_failure ? 1 : 0;
+  r.v[kExtra] = d.local_failure ? d.failure_serial : 0;
+  return r;
+}
+
+AgreementRecord MakeGroupRecord(const std::vector<OpDesc>& members) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the members' records
+  for (const OpDesc& d : members) {
+    OpDesc plain = d;
+    if (d.type == CommType::SEND || d.type == CommType::RECV) {
+      continue;  // P2P members differ per rank; their sizes are checked per pair
+    }
+    for (int64_t x : MakeAgreementRecord(plain).v) {
+      h = (h ^ static_cast<uint64_t>(x)) * 1099511628211ull;
+    }
+  }
+  AgreementRecord r;
+  r.v[kMagic] = kRecordMagic;
+  r.v[kType] = static_cast<int64_t>(CommType::COALESCED);
+  r.v[kCount] = -1;
+  r.v[kReduceOp] = -1;
+  r.v[kRoot] = -1;
+  r.v[kExtra] = static_cast<int64_t>(h);
+  return r;
+}
+
+std::string DescribeRecord(const AgreementRecord& r) {
+  if (r.v[kMagic] != kRecordMagic) return "an unreadable record";
+  const auto type = static_cast<CommType>(r.v[kType]);
+  std::string s = CommTypeToString(type);
+  if (type == CommType::COALESCED) {
+    return s + " group (ops hash " + std::to_string(static_cast<uint64_t>(r.v[kExtra]) % 1000000) +
+           ")";
+  }
+  s += "(";
+  s += r.v[kCount] >= 0 ? std::to_string(r.v[kCount]) + " x " : std::string("any size x ");
+  s += phi::DataTypeToString(static_cast<phi::DataType>(r.v[kDtype]));
+  if (const char* op = ReduceOpName(r.v[kReduceOp])) s += std::string(", ") + op;
+  if (r.v[kRoot] >= 0) s += ", root " + std::to_string(r.v[kRoot]);
+  return s + ")";
+}
+
+std::string LocalFailureKey(int gid, int rank, int64_t serial) {
+  return "opcheck/" + std::to_string(gid) + "/" + std::to_string(rank) + "/" +
+         std::to_string(serial);
+}
+
+void CheckAgreement(phi::distributed::CommContext* comm, phi::Stream* stream,
+                    const AgreementRecord& mine, const std::string& group, int gid,
+                    phi::distributed::Store* store) {
+  const int size = comm->GetSize();
+  if (size == 1 && !mine.v[kFailed]) return;
+  const size_t n = mine.v.size();
+  std::vector<int64_t> all(n * static_cast<size_t>(size));
+  comm->AllGather(mine.v.data(), all.data(), static_cast<int64_t>(n), phi::DataType::INT64,
+                  stream);
+  std::vector<AgreementRecord> recs(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    std::copy(all.begin() + r * n, all.begin() + (r + 1) * n, recs[r].v.begin());
+  }
+  // Ranks whose own checks failed: their reasons are in the store.
+  std::string failed;
+  for (int r = 0; r < size; ++r) {
+    if (recs[r].v[kFailed] == 0) continue;
+    std::string reason = "(its reason was not published)";
+    try {
+      std::string key = LocalFailureKey(gid, r, recs[r].v[kExtra]);
+      if (store != nullptr) {
+        store->wait({key}, std::chrono::seconds(5));
+        reason = store->get_string(key);
+      }
+    } catch (const std::exception&) {
+    }
+    failed += "\n  rank " + std::to_string(r) + ": " + reason;
+  }
+  if (!failed.empty()) {
+    PADDLE_THROW(phi::errors::InvalidArgument(
+        "%s: %s was not run on any rank, because its argument checks failed on:%s",
+        group.c_str(), CommTypeToString(static_cast<CommType>(recs[comm->GetRank()].v[kType])),
+        failed.c_str()));
+  }
+  // Group the ranks by what they run.
+  std::map<std::array<int64_t, 8>, std::string> by_record;
+  for (int r = 0; r < size; ++r) {
+    std::string& ranks = by_record[recs[r].v];
+    ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (by_record.size() == 1) return;
+  std::string detail;
+  for (const auto& kv : by_record) {
+    AgreementRecord rec;
+    rec.v = kv.first;
+    detail += "\n  rank(s) " + kv.second + " run " + DescribeRecord(rec);
+  }
+  PADDLE_THROW(phi::errors::InvalidArgument(
+      "%s: Detected mismatch between collectives on ranks; no rank ran it:%s", group.c_str(),
+      detail.c_str()));
+}
+
+}  // namespace distributed
+}  // namespace paddle_like

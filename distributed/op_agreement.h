@@ -1,0 +1,45 @@
+// In-band agreement check: before a collective runs on a CPU engine, the ranks all-gather a
+// fixed-size record of what each is about to run (op, dtype, count, reduce op, root, and
+// whether its local argument checks failed) and compare. On any difference every rank
+// raises the same InvalidArgument, naming each rank's op, and no rank runs it: the group
+// stays usable. Why in-band and on by default: Gloo aborts the process on a size mismatch
+// (an exception on its I/O thread), and a rank whose checks failed would otherwise leave
+// the others hanging until their timeout. The record is always the same size, so the
+// check itself can never mismatch. Costs one small all-gather per collective;
+// FLAGS_check_collective_agreement=0 turns it off (then a size mismatch may abort in Gloo).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "distributed/stream_task.h"
+#include "phi/core/distributed/comm_context.h"
+#include "phi/core/distributed/store/store.h"
+
+namespace paddle_like {
+namespace distributed {
+
+struct AgreementRecord {
+  std::array<int64_t, 8> v{};
+};
+
+// The part of `desc` every rank must agree on. Ops whose sizes legitimately differ per rank
+// (AllToAll) agree on op and dtype only; their sizes are checked pair by pair by the
+// engine's point-to-point messages.
+AgreementRecord MakeAgreementRecord(const OpDesc& desc);
+// One record for a coalesced group: the number of ops and a hash of their records.
+AgreementRecord MakeGroupRecord(const std::vector<OpDesc>& members);
+std::string DescribeRecord(const AgreementRecord& r);
+
+// Store key under which rank `rank` publishes the reason of its failure number `serial`.
+std::string LocalFailureKey(int gid, int rank, int64_t serial);
+
+// Runs the exchange through `comm` on `stream` and raises on disagreement (on every rank).
+void CheckAgreement(phi::distributed::CommContext* comm, phi::Stream* stream,
+                    const AgreementRecord& mine, const std::string& group, int gid,
+                    phi::distributed::Store* store);
+
+}  // namespace distributed
+}  // namespace paddle_like

@@ -1,0 +1,174 @@
+// The Gloo CommContext's class (internal to the Gloo engine: gloo_comm_context.cc holds the
+// collectives, gloo_p2p.cc the point-to-point protocol and groups).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <gloo/common/error.h>
+#include <gloo/transport/unbound_buffer.h>
+
+#include "phi/core/distributed/comm_context.h"
+#include "phi/core/distributed/gloo_mesh.h"
+#include "phi/core/errors.h"
+
+namespace phi {
+namespace distributed {
+
+// Gloo slots: Gloo's collectives use slots of their own prefixes; ours use prefixes Gloo
+// never does. Point-to-point messages: a header message (with the payload when it is small)
+// on the tag's slot, and a large payload on the tag's data slot.
+constexpr uint64_t kP2PSlotPrefix = uint64_t{0x7e} << 56;
+constexpr uint64_t kP2PDataSlotPrefix = uint64_t{0x7c} << 56;
+inline uint64_t P2PSlot(int tag) { return kP2PSlotPrefix | static_cast<uint32_t>(tag); }
+inline uint64_t P2PDataSlot(int tag) { return kP2PDataSlotPrefix | static_cast<uint32_t>(tag); }
+// The ring reduce-scatter's messages; steps of one call and calls follow each other in the
+// same order on every rank, so one slot suffices.
+constexpr uint64_t kReduceScatterSlot = uint64_t{0x7d} << 56;
+
+// Calls into Gloo and turns its exceptions into typed phi errors. Gloo's timeouts are
+// IoExceptions whose text says "Timed out" (Gloo has no type of its own for them), so the
+// text decides between Timeout and Unavailable.
+template <typename F>
+void GlooCall(const char* what, F&& f);
+
+class GlooCommContext : public CommContext {
+ public:
+  GlooCommContext(std::unique_ptr<GlooMesh> mesh, std::chrono::milliseconds timeout,
+                  std::string describe);
+
+  std::string BackendName() const override { return "Gloo"; }
+  bool SupportsAnySource() const override { return true; }
+
+  void AllReduce(const void* send, void* recv, int64_t count, DataType dtype,
+                 const Reduction& red, Stream*) override;
+  void Broadcast(const void* send, void* recv, int64_t count, DataType dtype, int root,
+                 Stream*) override;
+  void Reduce(const void* send, void* recv, int64_t count, DataType dtype, const Reduction& red,
+              int root, Stream*) override;
+  void AllGather(const void* send, void* recv, int64_t send_count, DataType dtype,
+                 Stream*) override;
+  void ReduceScatter(const void* send, void* recv, int64_t recv_count, DataType dtype,
+                     const Reduction& red, Stream*) override;
+  void Send(const void* send, int64_t count, DataType dtype, int peer, int tag,
+            Stream*) override;
+  void Recv(void* recv, int64_t count, DataType dtype, int peer, int tag, Stream*,
+            int* source) override;
+  void GroupStart() override { ++depth_; }
+  void GroupEnd() override;
+  void GroupAbort() override;
+
+ private:
+  struct PendingAllReduce {
+    const void* send;
+    void* recv;
+    int64_t count;
+    DataType dtype;
+    Reduction red;
+  };
+  // A posted send: its header message (with the payload when small) and, for a large
+  // payload, the payload's own buffer.
+  struct PostedSend {
+    int peer = -1;
+    std::vector<char> message;
+    std::unique_ptr<::gloo::transport::UnboundBuffer> header, payload;
+  };
+  // A posted receive: the header message is received first; the payload, when large, is
+  // received once the header says from whom and how much.
+  struct PostedRecv {
+    void* dst = nullptr;
+    int64_t count = 0;
+    DataType dtype = DataType::UNDEFINED;
+    int peer = -1;  // kAnyPeer allowed
+    int tag = 0;
+    int* source = nullptr;
+    std::vector<char> message;
+    std::unique_ptr<::gloo::transport::UnboundBuffer> header;
+  };
+  struct Prepared {
+    const void* send;
+    int64_t count;
+    DataType dtype;
+    std::vector<char> scaled;  // owns the scaled input of PREMUL_SUM
+  };
+
+  // Collectives (gloo_comm_context.cc).
+  Prepared Prepare(const void* send, int64_t count, DataType dtype, const Reduction& red);
+  void RunAllReduce(const void* send, void* recv, int64_t count, DataType dtype,
+                    const Reduction& red);
+  void RunFusedAllReduces(const std::vector<PendingAllReduce>& ops);
+
+  // Point to point (gloo_p2p.cc).
+  PostedSend PostSend(const void* send, int64_t count, DataType dtype, int peer, int tag);
+  void FinishSend(PostedSend* s);
+  PostedRecv PostRecv(void* recv, int64_t count, DataType dtype, int peer, int tag,
+                      int* source);
+  void FinishRecv(PostedRecv* r);
+  void WaitSend(::gloo::transport::UnboundBuffer* buf, int peer);
+  int WaitRecv(::gloo::transport::UnboundBuffer* buf, int peer);
+
+  // Every Gloo call goes through here: raises at once when the communicator is already
+  // broken, and marks it broken on a failure (Gloo's pairs are then closed or hold stale
+  // bytes: a later op would misread them), naming the peer rank behind a failed
+  // connection where it is known.
+  template <typename F>
+  void Call(const char* what, F&& f);
+  void ThrowIfBroken() const;
+
+  std::unique_ptr<GlooMesh> mesh_;
+  std::shared_ptr<::gloo::Context> ctx_;
+  std::chrono::milliseconds timeout_;
+  std::string describe_;
+  mutable std::mutex broken_mu_;
+  std::string broken_;  // the first failure's message; empty while usable
+  // Group state; only the comm stream's thread touches it.
+  int depth_ = 0;
+  std::vector<PendingAllReduce> pending_allreduce_;
+  std::vector<PostedSend> pending_sends_;
+  std::vector<PostedRecv> pending_recvs_;
+  static constexpr size_t kMaxKeptScratch = size_t{256} << 20;
+  std::vector<char> rs_acc_, rs_incoming_;  // ReduceScatter scratch
+  std::vector<char> reduce_scratch_;        // non-root output of Reduce
+};
+
+// ------------------------------------------------------------------ inline templates
+template <typename F>
+void GlooCall(const char* what, F&& f) {
+  try {
+    f();
+  } catch (const ::gloo::IoException& e) {
+    std::string msg = e.what();
+    if (msg.find("imed out") != std::string::npos) {  // Gloo's only sign of a timeout
+      PADDLE_THROW(errors::Timeout("Gloo %s timed out: %s", what, msg.c_str()));
+    }
+    PADDLE_THROW(errors::Unavailable(
+        "Gloo %s failed on the network (a peer rank may have died): %s", what, msg.c_str()));
+  } catch (const ::gloo::Exception& e) {
+    PADDLE_THROW(errors::External("Gloo %s failed: %s", what, e.what()));
+  } catch (const ::gloo::EnforceNotMet& e) {
+    PADDLE_THROW(errors::External("Gloo %s failed: %s", what, e.what()));
+  }
+}
+
+template <typename F>
+void GlooCommContext::Call(const char* what, F&& f) {
+  ThrowIfBroken();
+  try {
+    GlooCall(what, std::forward<F>(f));
+  } catch (const EnforceNotMet& e) {
+    std::string msg = e.what();
+    if (e.code() == ErrorCode::kUnavailable) msg += mesh_->NamePeersIn(msg);
+    {
+      std::lock_guard<std::mutex> lk(broken_mu_);
+      if (broken_.empty()) broken_ = msg;
+    }
+    if (e.code() == ErrorCode::kUnavailable) throw UnavailableError(msg);
+    throw;
+  }
+}
+
+}  // namespace distributed
+}  // namespace phi

@@ -1,0 +1,167 @@
+#include "phi/core/distributed/gloo_mesh.h"
+
+#include <cctype>
+#include <cstring>
+
+#include <gloo/common/error.h>
+#include <gloo/transport/context.h>
+#include <gloo/transport/pair.h>
+#include <gloo/transport/tcp/address.h>
+#include <glog/logging.h>
+
+#include "phi/core/errors.h"
+
+namespace phi {
+namespace distributed {
+namespace {
+
+// gloo::Context keeps its device and transport context protected and fills them only in
+// connectFullMesh; this subclass fills them without connecting anything.
+class UnconnectedContext : public ::gloo::Context {
+ public:
+  UnconnectedContext(int rank, int size, std::shared_ptr<::gloo::transport::Device> device,
+                     std::shared_ptr<::gloo::transport::Context> transport,
+                     std::chrono::milliseconds timeout)
+      : ::gloo::Context(rank, size) {
+    device_ = std::move(device);
+    transportContext_ = std::move(transport);
+    setTimeout(timeout);
+  }
+};
+
+// The published value: for every peer, [int32 peer][int32 n][n address bytes].
+void AppendEntry(std::string* out, int32_t peer, const std::vector<char>& bytes) {
+  int32_t n = static_cast<int32_t>(bytes.size());
+  out->append(reinterpret_cast<const char*>(&peer), sizeof(peer));
+  out->append(reinterpret_cast<const char*>(&n), sizeof(n));
+  out->append(bytes.data(), bytes.size());
+}
+
+bool FindEntry(const std::vector<uint8_t>& value, int32_t want, std::vector<char>* bytes) {
+  size_t at = 0;
+  while (at + 8 <= value.size()) {
+    int32_t peer, n;
+    std::memcpy(&peer, value.data() + at, 4);
+    std::memcpy(&n, value.data() + at + 4, 4);
+    at += 8;
+    if (n < 0 || static_cast<size_t>(n) > value.size() - at) return false;  // malformed
+    if (peer == want) {
+      bytes->assign(value.begin() + at, value.begin() + at + n);
+      return true;
+    }
+    at += static_cast<size_t>(n);
+  }
+  return false;
+}
+
+}  // namespace
+
+GlooMesh::GlooMesh(std::shared_ptr<Store> store, int rank, int size,
+                   std::shared_ptr<::gloo::transport::Device> device,
+                   std::chrono::milliseconds timeout, std::string describe)
+    : store_(std::move(store)),
+      rank_(rank),
+      size_(size),
+      timeout_(timeout),
+      describe_(std::move(describe)),
+      device_(std::move(device)),
+      connected_(static_cast<size_t>(size), 0) {
+  transport_ = device_->createContext(rank, size);
+  transport_->setTimeout(timeout);
+  std::string mine;
+  for (int r = 0; r < size; ++r) {
+    peer_mu_.push_back(std::make_unique<std::mutex>());
+    if (r == rank) continue;
+    auto& pair = transport_->createPair(r);
+    AppendEntry(&mine, r, pair->address().bytes());
+  }
+  store_->set(AddrKey(rank), mine);
+  context_ = std::make_shared<UnconnectedContext>(rank, size, device_, transport_, timeout);
+}
+
+GlooMesh::~GlooMesh() = default;
+
+std::string GlooMesh::AddrKey(int rank) const { return "addr/" + std::to_string(rank); }
+
+void GlooMesh::EnsurePeer(int peer) {
+  std::lock_guard<std::mutex> lk(*peer_mu_[static_cast<size_t>(peer)]);
+  if (!connected_[static_cast<size_t>(peer)]) ConnectLocked(peer);
+}
+
+void GlooMesh::EnsureAll() {
+  if (all_connected_.load(std::memory_order_acquire)) return;
+  // One wait for all first, so that a timeout names every rank that is missing.
+  std::vector<std::string> keys;
+  for (int r = 0; r < size_; ++r) {
+    if (r != rank_) keys.push_back(AddrKey(r));
+  }
+  if (!keys.empty()) {
+    try {
+      store_->wait(keys, timeout_);
+    } catch (const TimeoutError& e) {
+      std::string missing;
+      for (int r = 0; r < size_; ++r) {
+        if (r != rank_ && !store_->check({AddrKey(r)})) {
+          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        }
+      }
+      PADDLE_THROW(errors::Timeout(
+          "%s: rank(s) %s did not create this group within the group's timeout of %lld ms "
+          "(they died, hang, or never create it). Store said: %s",
+          describe_.c_str(), missing.c_str(), static_cast<long long>(timeout_.count()),
+          e.what()));
+    }
+  }
+  for (int r = 0; r < size_; ++r) {
+    if (r != rank_) EnsurePeer(r);
+  }
+  all_connected_.store(true, std::memory_order_release);
+}
+
+void GlooMesh::ConnectLocked(int peer) {
+  try {
+    store_->wait({AddrKey(peer)}, timeout_);
+  } catch (const TimeoutError& e) {
+    PADDLE_THROW(errors::Timeout(
+        "%s: rank %d did not create this group within the group's timeout of %lld ms (it "
+        "died, hangs, or never creates it). Store said: %s",
+        describe_.c_str(), peer, static_cast<long long>(timeout_.count()), e.what()));
+  }
+  std::vector<char> bytes;
+  PADDLE_ENFORCE(FindEntry(store_->get(AddrKey(peer)), rank_, &bytes),
+                 errors::External("%s: rank %d published no Gloo address for rank %d "
+                                  "(malformed rendezvous entry).",
+                                  describe_.c_str(), peer, rank_));
+  try {
+    transport_->getPair(peer)->connect(bytes);
+  } catch (const ::gloo::IoException& e) {
+    PADDLE_THROW(errors::Unavailable("%s: connecting to rank %d failed: %s", describe_.c_str(),
+                                     peer, e.what()));
+  } catch (const std::exception& e) {  // gloo::Exception, gloo::EnforceNotMet
+    PADDLE_THROW(errors::External("%s: connecting to rank %d failed: %s", describe_.c_str(),
+                                  peer, e.what()));
+  }
+  {
+    std::lock_guard<std::mutex> lk(names_mu_);
+    peer_by_address_[::gloo::transport::tcp::Address(bytes).str()] = peer;
+  }
+  connected_[static_cast<size_t>(peer)] = 1;
+  VLOG(2) << describe_ << ": connected to rank " << peer;
+}
+
+std::string GlooMesh::NamePeersIn(const std::string& msg) const {
+  std::string names;
+  std::lock_guard<std::mutex> lk(names_mu_);
+  for (const auto& kv : peer_by_address_) {
+    size_t at = msg.find(kv.first);
+    size_t next = at + kv.first.size();
+    if (at != std::string::npos && (next >= msg.size() || !std::isdigit(msg[next]))) {
+      names += " [the peer at " + kv.first + " is rank " + std::to_string(kv.second) +
+               ": it died or closed its connection]";
+    }
+  }
+  return names;
+}
+
+}  // namespace distributed
+}  // namespace phi

@@ -1,0 +1,75 @@
+// GlooMesh: a Gloo context whose pairs connect on first use (internal to the Gloo engine;
+// includes Gloo headers, so only gloo_*.cc files include it).
+//
+// Why: Gloo's connectFullMesh connects every pair at once, so the first op on a group waits
+// for every member. A send/recv between two ranks must involve only those two, or a correct
+// program deadlocks on when communicators get created (rank 2 busy on another group while
+// ranks 0 and 1 talk). Here creation only opens this rank's listening ends and publishes
+// their addresses in the store, without waiting for anyone; a pair connects when an op
+// first needs it (EnsurePeer), and a collective connects all pairs first (EnsureAll).
+//
+// Connecting a pair blocks only the side that listens, until the other side connects
+// (Gloo's initiator does not wait for its peer's thread). EnsureAll connects in rank order
+// on every rank, which cannot form a waiting cycle: a rank waiting on peer p means p is
+// still at a lower rank than this one, so following the waits the ranks strictly decrease.
+#pragma once
+
+#include <chrono>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <gloo/context.h>
+#include <gloo/transport/device.h>
+
+#include "phi/core/distributed/store/store.h"
+
+namespace phi {
+namespace distributed {
+
+class GlooMesh {
+ public:
+  // Opens the listening ends and publishes them under "<prefix>/addr/<rank>" in `store`.
+  // Does not wait for any other rank.
+  GlooMesh(std::shared_ptr<Store> store, int rank, int size,
+           std::shared_ptr<::gloo::transport::Device> device, std::chrono::milliseconds timeout,
+           std::string describe);
+  ~GlooMesh();
+
+  // The context Gloo's algorithms run on (its pairs may be unconnected: call EnsurePeer /
+  // EnsureAll first).
+  const std::shared_ptr<::gloo::Context>& context() const { return context_; }
+
+  // Connects the pair with `peer` unless it is connected. Waits at most the timeout for
+  // the peer to create its side; the error names the peer. Thread-safe.
+  void EnsurePeer(int peer);
+  // Connects every pair (rank order). A timeout names every rank that never created its
+  // side of the group.
+  void EnsureAll();
+
+  // " [the peer at ADDR is rank R: ...]" for each known peer address in `msg`.
+  std::string NamePeersIn(const std::string& msg) const;
+
+ private:
+  std::string AddrKey(int rank) const;
+  void ConnectLocked(int peer);  // holds peer_mu_[peer]
+
+  std::shared_ptr<Store> store_;
+  int rank_, size_;
+  std::chrono::milliseconds timeout_;
+  std::string describe_;
+  std::shared_ptr<::gloo::transport::Device> device_;
+  std::shared_ptr<::gloo::transport::Context> transport_;
+  std::shared_ptr<::gloo::Context> context_;
+  std::vector<std::unique_ptr<std::mutex>> peer_mu_;
+  std::vector<char> connected_;  // per peer, guarded by that peer's mutex
+  std::atomic<bool> all_connected_{false};
+  mutable std::mutex names_mu_;
+  std::map<std::string, int> peer_by_address_;  // a peer's listening address -> its rank
+};
+
+}  // namespace distributed
+}  // namespace phi

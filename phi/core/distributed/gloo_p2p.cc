@@ -1,0 +1,231 @@
+// Point-to-point on the Gloo engine, and engine groups.
+//
+// Gloo aborts the process (an exception on its own I/O thread) when a message is larger
+// than the buffer posted for it, and a smaller one completes silently short. So every
+// message carries its size: a send is a header message {magic, dtype, count} followed by
+// the payload, in the same message when the payload is small (<= kEagerBytes: one message,
+// one copy on each side) and as a second message on the tag's data slot when it is large
+// (no copy). A receive always posts room for a header and an eager payload, learns the
+// sender's dtype and count from the header, and only then posts the payload's buffer, of
+// exactly the size that comes. A mismatch is drained into scratch, so the pair stays in
+// step, and raised on the receiver as InvalidArgument naming both sides (the sender's op
+// completes: its data was delivered whole, as MPI reports truncation at the receiver).
+#include <cstring>
+#include <limits>
+
+#include "phi/core/distributed/gloo_comm_context_impl.h"
+#include "phi/core/errors.h"
+
+namespace phi {
+namespace distributed {
+namespace {
+
+constexpr uint32_t kP2PMagic = 0x50324c50;  // "PL2P"
+constexpr size_t kEagerBytes = size_t{64} << 10;
+// A larger claimed payload is not a real message: the pair is out of step.
+constexpr uint64_t kMaxPayloadBytes = uint64_t{1} << 40;
+
+struct P2PHeader {
+  uint32_t magic;
+  int32_t dtype;
+  int64_t count;
+};
+
+}  // namespace
+
+GlooCommContext::PostedSend GlooCommContext::PostSend(const void* send, int64_t count,
+                                                      DataType dtype, int peer, int tag) {
+  PADDLE_ENFORCE(peer != GetRank() && peer >= 0 && peer < GetSize(),
+                 errors::InvalidArgument("%s: send to rank %d: the peer must be another rank "
+                                         "in [0, %d).",
+                                         describe_.c_str(), peer, GetSize()));
+  Call("send", [&] { mesh_->EnsurePeer(peer); });
+  const size_t bytes = static_cast<size_t>(count) * SizeOf(dtype);
+  const bool eager = bytes <= kEagerBytes;
+  PostedSend s;
+  s.peer = peer;
+  P2PHeader h{kP2PMagic, static_cast<int32_t>(dtype), count};
+  s.message.resize(sizeof(h) + (eager ? bytes : 0));
+  std::memcpy(s.message.data(), &h, sizeof(h));
+  if (eager && bytes > 0) std::memcpy(s.message.data() + sizeof(h), send, bytes);
+  s.header = ctx_->createUnboundBuffer(s.message.data(), s.message.size());
+  if (!eager) s.payload = ctx_->createUnboundBuffer(const_cast<void*>(send), bytes);
+  Call("send", [&] {
+    s.header->send(peer, P2PSlot(tag));
+    if (s.payload) s.payload->send(peer, P2PDataSlot(tag));
+  });
+  return s;
+}
+
+void GlooCommContext::FinishSend(PostedSend* s) {
+  WaitSend(s->header.get(), s->peer);
+  if (s->payload) WaitSend(s->payload.get(), s->peer);
+}
+
+GlooCommContext::PostedRecv GlooCommContext::PostRecv(void* recv, int64_t count,
+                                                      DataType dtype, int peer, int tag,
+                                                      int* source) {
+  PADDLE_ENFORCE(peer == kAnyPeer || (peer != GetRank() && peer >= 0 && peer < GetSize()),
+                 errors::InvalidArgument("%s: recv from rank %d: the peer must be another "
+                                         "rank in [0, %d), or any source.",
+                                         describe_.c_str(), peer, GetSize()));
+  PostedRecv r;
+  r.dst = recv;
+  r.count = count;
+  r.dtype = dtype;
+  r.peer = peer;
+  r.tag = tag;
+  r.source = source;
+  r.message.resize(sizeof(P2PHeader) + kEagerBytes);
+  r.header = ctx_->createUnboundBuffer(r.message.data(), r.message.size());
+  Call("recv", [&] {
+    if (peer == kAnyPeer) {
+      mesh_->EnsureAll();  // any rank may be the sender
+      std::vector<int> peers;
+      for (int p = 0; p < GetSize(); ++p) {
+        if (p != GetRank()) peers.push_back(p);
+      }
+      r.header->recv(peers, P2PSlot(tag));
+    } else {
+      mesh_->EnsurePeer(peer);
+      r.header->recv(peer, P2PSlot(tag));
+    }
+  });
+  return r;
+}
+
+void GlooCommContext::FinishRecv(PostedRecv* r) {
+  const int src = WaitRecv(r->header.get(), r->peer);
+  P2PHeader h;
+  std::memcpy(&h, r->message.data(), sizeof(h));
+  const bool known_dtype = h.dtype > static_cast<int32_t>(DataType::UNDEFINED) &&
+                           h.dtype <= static_cast<int32_t>(DataType::COMPLEX128);
+  const uint64_t es = known_dtype ? SizeOf(static_cast<DataType>(h.dtype)) : 0;
+  if (h.magic != kP2PMagic || !known_dtype || h.count < 0 ||
+      static_cast<uint64_t>(h.count) > kMaxPayloadBytes / es) {
+    std::string msg = describe_ + ": malformed point-to-point header from rank " +
+                      std::to_string(src) + " (magic " + std::to_string(h.magic) + ", dtype " +
+                      std::to_string(h.dtype) + ", count " + std::to_string(h.count) +
+                      "): the pair is out of step";
+    {
+      std::lock_guard<std::mutex> lk(broken_mu_);
+      if (broken_.empty()) broken_ = msg;
+    }
+    PADDLE_THROW(errors::External("%s", msg.c_str()));
+  }
+  const DataType sent_dtype = static_cast<DataType>(h.dtype);
+  const size_t sent_bytes = static_cast<size_t>(h.count) * es;
+  const bool matches = sent_dtype == r->dtype && h.count == r->count;
+  if (sent_bytes <= kEagerBytes) {
+    if (matches && sent_bytes > 0) {
+      std::memcpy(r->dst, r->message.data() + sizeof(P2PHeader), sent_bytes);
+    }
+  } else {
+    std::vector<char> drain;  // a mismatched payload is received, then dropped
+    void* into = r->dst;
+    if (!matches) {
+      drain.resize(sent_bytes);
+      into = drain.data();
+    }
+    auto payload = ctx_->createUnboundBuffer(into, sent_bytes);
+    Call("recv", [&] { payload->recv(src, P2PDataSlot(r->tag)); });
+    WaitRecv(payload.get(), src);
+  }
+  if (r->source != nullptr) *r->source = src;
+  PADDLE_ENFORCE(matches,
+                 errors::InvalidArgument(
+                     "%s: Recv from rank %d (tag %d) expects %lld elements of %s, but the "
+                     "matching Send carries %lld elements of %s. The receive buffer was left "
+                     "unchanged.",
+                     describe_.c_str(), src, r->tag, static_cast<long long>(r->count),
+                     DataTypeToString(r->dtype), static_cast<long long>(h.count),
+                     DataTypeToString(sent_dtype)));
+}
+
+void GlooCommContext::Send(const void* send, int64_t count, DataType dtype, int peer, int tag,
+                           Stream*) {
+  PostedSend s = PostSend(send, count, dtype, peer, tag);
+  if (depth_ > 0) {
+    pending_sends_.push_back(std::move(s));
+  } else {
+    FinishSend(&s);
+  }
+}
+
+void GlooCommContext::Recv(void* recv, int64_t count, DataType dtype, int peer, int tag,
+                           Stream*, int* source) {
+  PostedRecv r = PostRecv(recv, count, dtype, peer, tag, source);
+  if (depth_ > 0) {
+    pending_recvs_.push_back(std::move(r));
+  } else {
+    FinishRecv(&r);
+  }
+}
+
+void GlooCommContext::GroupEnd() {
+  PADDLE_ENFORCE(depth_ > 0, errors::PreconditionNotMet("Gloo GroupEnd without GroupStart."));
+  if (--depth_ > 0) return;
+  // Take the batch first, so that a failure below leaves the context clean.
+  auto allreduces = std::move(pending_allreduce_);
+  auto sends = std::move(pending_sends_);
+  auto recvs = std::move(pending_recvs_);
+  pending_allreduce_.clear();
+  pending_sends_.clear();
+  pending_recvs_.clear();
+  // Every send and receive header was posted when called: finish them all in any order,
+  // each one even after another failed (a mismatch drains, so the pairs stay in step);
+  // then raise the first error.
+  std::exception_ptr first;
+  for (auto& r : recvs) {
+    try {
+      FinishRecv(&r);
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  for (auto& s : sends) {
+    try {
+      FinishSend(&s);
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+  RunFusedAllReduces(allreduces);
+}
+
+void GlooCommContext::GroupAbort() {
+  if (depth_ == 0) return;
+  if (--depth_ > 0) return;
+  for (auto& r : pending_recvs_) r.header->abortWaitRecv();
+  for (auto& s : pending_sends_) {
+    s.header->abortWaitSend();
+    if (s.payload) s.payload->abortWaitSend();
+  }
+  pending_allreduce_.clear();
+  pending_sends_.clear();
+  pending_recvs_.clear();
+}
+
+void GlooCommContext::WaitSend(::gloo::transport::UnboundBuffer* buf, int peer) {
+  Call("send", [&] {
+    if (!buf->waitSend(timeout_)) {
+      PADDLE_THROW(errors::Timeout("Gloo send to rank %d did not complete within %lld ms.",
+                                   peer, static_cast<long long>(timeout_.count())));
+    }
+  });
+}
+
+int GlooCommContext::WaitRecv(::gloo::transport::UnboundBuffer* buf, int peer) {
+  int src = -1;
+  Call("recv", [&] {
+    if (!buf->waitRecv(&src, timeout_)) {
+      PADDLE_THROW(errors::Timeout("Gloo recv from rank %d did not complete within %lld ms.",
+                                   peer, static_cast<long long>(timeout_.count())));
+    }
+  });
+  return src;
+}
+
+}  // namespace distributed
+}  // namespace phi
