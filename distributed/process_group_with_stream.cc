@@ -68,7 +68,7 @@ void ProcessGroupWithStream::ShutdownStreams() {
   std::map<std::tuple<int, int, int>, std::unique_ptr<phi::Stream>> lanes;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    doomed.swap(comm_contexts_);
+    doomed.swap(comm_stream_contexts_);
     lanes.swap(p2p_lanes_);
     pending_p2p_.clear();
   }
@@ -110,11 +110,11 @@ const std::shared_ptr<const std::string>& ProcessGroupWithStream::DescribePtr() 
 
 bool ProcessGroupWithStream::BlockingWait() const { return FLAGS_comm_blocking_wait; }
 
-phi::DeviceContext* ProcessGroupWithStream::CommDeviceContext(const phi::Place& place) const {
+phi::DeviceContext* ProcessGroupWithStream::CommStreamContext(const phi::Place& place) const {
   std::lock_guard<std::mutex> lk(mu_);
-  auto& slot = comm_contexts_[place];
+  auto& slot = comm_stream_contexts_[place];
   if (!slot) {
-    slot = phi::CreateCommContext(place, GetBackendName() + "-comm-g" + std::to_string(GetGid()));
+    slot = phi::CreateCommStreamContext(place, GetBackendName() + "-comm-g" + std::to_string(GetGid()));
   }
   return slot.get();
 }
@@ -122,7 +122,7 @@ phi::DeviceContext* ProcessGroupWithStream::CommDeviceContext(const phi::Place& 
 phi::DeviceContext* ProcessGroupWithStream::GetDeviceContext(const phi::Place& place,
                                                              bool use_calc_stream) const {
   return use_calc_stream ? phi::DeviceContextPool::Instance().Get(place)
-                         : CommDeviceContext(place);
+                         : CommStreamContext(place);
 }
 
 // A failed op is logged where it fails, so that it is never silent, even when nobody waits
@@ -249,7 +249,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
   }
   CommContext* comm = GetOrCreateCommContext(place);
   phi::Stream* calc = phi::DeviceContextPool::Instance().Get(place)->stream();
-  phi::Stream* comm_stream = CommDeviceContext(place)->stream();
+  phi::Stream* comm_stream = CommStreamContext(place)->stream();
 
   std::vector<std::shared_ptr<phi::Allocation>> holders;
   holders.reserve(tensors.size());
@@ -373,7 +373,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
   }
   CommContext* comm = GetOrCreateCommContext(c->place);
   phi::Stream* calc = phi::DeviceContextPool::Instance().Get(c->place)->stream();
-  phi::Stream* comm_stream = CommDeviceContext(c->place)->stream();
+  phi::Stream* comm_stream = CommStreamContext(c->place)->stream();
   phi::Stream* stream = c->use_calc_stream ? calc : comm_stream;
 
   auto group_task = NewTask(desc, c->any_sync, calc);
@@ -455,6 +455,11 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Broadcast(DenseTensor* out, const 
   return Guarded(CommType::BROADCAST, [&]() -> TaskPtr {
     CheckTensor(in, "input");
     CheckRank(opts.source_rank, GetSize(), "broadcast source rank");
+    PADDLE_ENFORCE(opts.source_root == 0,
+                   phi::errors::InvalidArgument(
+                       "BroadcastOptions::source_root indexes a per-process tensor list, which "
+                       "this runtime does not have: it must be 0, but it is %lld.",
+                       static_cast<long long>(opts.source_root)));
     PrepareOutput(out, in, in.numel(), "output");
     int root = static_cast<int>(opts.source_rank);
     const void* src = in.data();

@@ -122,7 +122,7 @@ class ProcessGroupWithStream : public ProcessGroup {
   // raise at once, naming this rank and the reason) and the error is rethrown here.
   TaskPtr Guarded(CommType type, const std::function<TaskPtr()>& body);
   void NotifyLocalFailure(CommType type, const std::string& reason);
-  phi::DeviceContext* CommDeviceContext(const phi::Place& place) const;
+  phi::DeviceContext* CommStreamContext(const phi::Place& place) const;
   // The worker stream of point-to-point ops with one (peer, tag, direction) on a CPU
   // place. Ops of one lane complete in order, as Gloo matches them; ops of different lanes
   // do not wait for each other, so a pending receive never blocks another tag's. Holds mu_.
@@ -140,7 +140,7 @@ class ProcessGroupWithStream : public ProcessGroup {
   mutable std::mutex mu_;
   uint64_t seq_ = 0;
   // Each place's comm stream (as a DeviceContext), created on first use.
-  mutable std::map<phi::Place, std::unique_ptr<phi::DeviceContext>> comm_contexts_;
+  mutable std::map<phi::Place, std::unique_ptr<phi::DeviceContext>> comm_stream_contexts_;
   std::map<std::tuple<int, int, int>, std::unique_ptr<phi::Stream>> p2p_lanes_;
   // Ends of lane ops that the next op on the comm or calc stream must wait for.
   std::vector<std::shared_ptr<phi::Event>> pending_p2p_;

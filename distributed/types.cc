@@ -7,7 +7,6 @@ const char* CommTypeToString(CommType t) {
   switch (t) {
     case CommType::BROADCAST: return "Broadcast";
     case CommType::ALLREDUCE: return "AllReduce";
-    case CommType::ALLREDUCE_COALESCED: return "AllReduceCoalesced";
     case CommType::REDUCE: return "Reduce";
     case CommType::ALLGATHER: return "AllGather";
     case CommType::GATHER: return "Gather";

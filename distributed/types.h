@@ -1,7 +1,6 @@
 // Option structs of the ProcessGroup API (Paddle / c10d names).
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,8 +12,6 @@ namespace distributed {
 
 using phi::distributed::ReduceOp;
 
-constexpr auto kNoTimeout = std::chrono::milliseconds::zero();
-
 struct AllreduceOptions {
   ReduceOp reduce_op = ReduceOp::SUM;
   double premul_factor = 1.0;  // PREMUL_SUM only
@@ -22,7 +19,9 @@ struct AllreduceOptions {
 
 struct BroadcastOptions {
   int64_t source_rank = 0;
-  int64_t source_root = 0;  // index into a tensor list (kept for Paddle compatibility)
+  // Paddle's index into a per-process tensor list. This runtime broadcasts one tensor per
+  // process, so only 0 is valid; anything else is an InvalidArgumentError, not ignored.
+  int64_t source_root = 0;
 };
 
 struct BarrierOptions {
@@ -59,7 +58,6 @@ constexpr int kAnySource = -1;
 enum class CommType : uint8_t {
   BROADCAST = 0,
   ALLREDUCE,
-  ALLREDUCE_COALESCED,
   REDUCE,
   ALLGATHER,
   GATHER,

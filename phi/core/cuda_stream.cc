@@ -1,5 +1,7 @@
 #include "phi/core/cuda_stream.h"
 
+#include <cuda_runtime_api.h>
+
 #include <thread>
 
 #include <glog/logging.h>
@@ -8,7 +10,8 @@
 
 namespace phi {
 
-void CheckCuda(cudaError_t err, const char* what) {
+void CheckCuda(int code, const char* what) {
+  const auto err = static_cast<cudaError_t>(code);
   if (err == cudaSuccess) return;
   // Clear the (non-sticky) error so that it is not reported again by an unrelated call.
   cudaGetLastError();
@@ -26,13 +29,13 @@ void CheckCuda(cudaError_t err, const char* what) {
   }
 }
 
-void PollCuda(const std::function<cudaError_t()>& done, std::chrono::milliseconds timeout,
+void PollCuda(const std::function<int()>& done, std::chrono::milliseconds timeout,
               const std::string& what) {
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + timeout;
   auto sleep = std::chrono::microseconds(20);
   for (int spins = 0;; ++spins) {
-    cudaError_t err = done();
+    const auto err = static_cast<cudaError_t>(done());
     if (err == cudaSuccess) return;
     if (err != cudaErrorNotReady) CheckCuda(err, what.c_str());
     auto now = std::chrono::steady_clock::now();

@@ -5,22 +5,28 @@
 // with a deadline and raise phi::TimeoutError, so a hung kernel or collective is reported,
 // never waited for forever.
 //
-// This header is GPU-only (its name says so): it includes the CUDA runtime.
+// Built only with CUDA, but it includes no CUDA header: the handle types are declared here as
+// the CUDA runtime declares them (a repeated identical typedef is allowed), and CUDA error
+// codes pass as int, so a consumer of the installed headers needs no CUDA include path.
 #pragma once
 
-#include <cuda_runtime_api.h>
-
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "phi/core/stream.h"
 
+struct CUstream_st;
+struct CUevent_st;
+typedef struct CUstream_st* cudaStream_t;
+typedef struct CUevent_st* cudaEvent_t;
+
 namespace phi {
 
 // Raises phi::ExternalError (phi::UnavailableError for "no device"/out-of-memory kinds)
 // naming `what` and cudaGetErrorString(err). No-op for cudaSuccess.
-void CheckCuda(cudaError_t err, const char* what);
+void CheckCuda(int err, const char* what);  // err: a cudaError_t
 #define PHI_CUDA_CHECK(expr) ::phi::CheckCuda((expr), #expr)
 
 // Makes `device` current for the scope and restores the previous device afterwards.
@@ -85,9 +91,10 @@ class CudaStream : public Stream {
   cudaStream_t stream_ = nullptr;
 };
 
-// Polls `done` (cudaEventQuery / cudaStreamQuery style) until it returns cudaSuccess,
+// Polls `done` (cudaEventQuery / cudaStreamQuery style, returning a cudaError_t) until it
+// returns cudaSuccess,
 // raising TimeoutError with `what` once `timeout` passes and ExternalError on a CUDA error.
-void PollCuda(const std::function<cudaError_t()>& done, std::chrono::milliseconds timeout,
+void PollCuda(const std::function<int()>& done, std::chrono::milliseconds timeout,
               const std::string& what);
 
 }  // namespace phi

@@ -9,7 +9,8 @@ CPUContext::CPUContext() : DeviceContext(std::make_unique<CpuHostStream>()) {}
 CPUContext::CPUContext(const std::string& worker_name)
     : DeviceContext(std::make_unique<CpuWorkerStream>(worker_name)) {}
 
-std::unique_ptr<DeviceContext> CreateCommContext(const Place& place, const std::string& name) {
+std::unique_ptr<DeviceContext> CreateCommStreamContext(const Place& place,
+                                                       const std::string& name) {
   if (place.is_cpu()) return std::make_unique<CPUContext>(name);
 #ifdef PADDLE_WITH_CUDA
   return CreateGPUContext(place.GetDeviceId());

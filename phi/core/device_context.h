@@ -33,9 +33,11 @@ class CPUContext : public DeviceContext {
   explicit CPUContext(const std::string& worker_name);  // comm: an in-order worker thread
 };
 
-// Creates a context with its own stream for `place`: a worker thread on CPU, a new
-// non-blocking cudaStream on GPU. Process groups use it for their comm streams.
-std::unique_ptr<DeviceContext> CreateCommContext(const Place& place, const std::string& name);
+// Creates a device context (not a communicator: that is a phi::distributed::CommContext)
+// with a stream of its own for `place`: a worker thread on CPU, a new non-blocking
+// cudaStream on GPU. Process groups use it for their comm streams.
+std::unique_ptr<DeviceContext> CreateCommStreamContext(const Place& place,
+                                                       const std::string& name);
 
 class DeviceContextPool {
  public:

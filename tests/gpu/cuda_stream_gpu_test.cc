@@ -107,7 +107,7 @@ TEST(CudaContext, PoolAndCommContextsAreCudaStreams) {
   auto* calc = phi::DeviceContextPool::Instance().Get(phi::GPUPlace(0));
   ASSERT_NE(calc->stream()->native_handle(), nullptr);
   EXPECT_EQ(calc->GetPlace(), phi::GPUPlace(0));
-  auto comm = phi::CreateCommContext(phi::GPUPlace(0), "comm");
+  auto comm = phi::CreateCommStreamContext(phi::GPUPlace(0), "comm");
   EXPECT_NE(comm->stream()->native_handle(), calc->stream()->native_handle());
   EXPECT_THROW(phi::CreateGPUContext(phi::GetGPUDeviceCount()), phi::UnavailableError);
 }

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "phi/core/device_info.h"
-#include "phi/core/distributed/nccl_tools.h"
+#include "phi/core/distributed/nccl_tools_internal.h"
 #include "phi/core/errors.h"
 
 namespace {

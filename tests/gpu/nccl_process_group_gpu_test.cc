@@ -10,7 +10,7 @@
 #include "distributed/process_group_nccl.h"
 #include "gpu_test_util.h"
 #include "phi/core/distributed/comm_context_manager.h"
-#include "phi/core/distributed/nccl_tools.h"
+#include "phi/core/distributed/nccl_tools_internal.h"
 #include "phi/core/distributed/store/hash_store.h"
 #include "phi/core/flags.h"
 #include "phi/core/stream_safe_allocator.h"

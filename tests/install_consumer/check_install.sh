@@ -10,6 +10,12 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/paddle_like_install.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
 cmake --install "$BUILD_DIR" --prefix "$WORK/prefix" > "$WORK/install.log"
+# No installed header may include a CUDA, NCCL or Gloo header.
+if grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*<(cuda|nccl|gloo/|cublas|mpi)' \
+     "$WORK/prefix/include"; then
+  echo "check_install: an installed header includes a CUDA/NCCL/Gloo/MPI header (above)"
+  exit 1
+fi
 FLAGS=""
 case "$SANITIZE" in
   address) FLAGS="-fsanitize=address,undefined" ;;

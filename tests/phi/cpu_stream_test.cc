@@ -307,8 +307,8 @@ TEST(DeviceContextPoolTest, ReturnsTheSameCpuCalcContextEachTime) {
   a->Wait();
 }
 
-TEST(DeviceContextPoolTest, CreateCommContextGivesAWorkerStream) {
-  auto ctx = phi::CreateCommContext(phi::CPUPlace(), "comm-ctx");
+TEST(DeviceContextPoolTest, CreateCommStreamContextGivesAWorkerStream) {
+  auto ctx = phi::CreateCommStreamContext(phi::CPUPlace(), "comm-ctx");
   ASSERT_NE(ctx, nullptr);
   EXPECT_EQ(ctx->GetPlace(), phi::CPUPlace());
   auto* worker = dynamic_cast<CpuWorkerStream*>(ctx->stream());
@@ -319,7 +319,7 @@ TEST(DeviceContextPoolTest, CreateCommContextGivesAWorkerStream) {
   ctx->stream()->Launch([&] { ran_on = std::this_thread::get_id(); });
   ctx->Wait();
   EXPECT_NE(ran_on, std::this_thread::get_id());
-  auto other = phi::CreateCommContext(phi::CPUPlace(), "comm-ctx-2");
+  auto other = phi::CreateCommStreamContext(phi::CPUPlace(), "comm-ctx-2");
   EXPECT_NE(other->stream(), ctx->stream()) << "each comm context owns its stream";
   EXPECT_NE(other->stream(), phi::DeviceContextPool::Instance().Get(phi::CPUPlace())->stream());
 }

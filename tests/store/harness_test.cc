@@ -39,7 +39,9 @@ TEST(HarnessTest, EveryRankRunsWithAStoreAndOutputIsCaptured) {
 
 TEST(HarnessTest, FailuresExceptionsAndCrashesAreReported) {
   auto results = SpawnRanks(4, [](const RankContext& ctx) {
-    if (ctx.rank == 1) EXPECT_EQ(1, 2) << "assertion-in-rank-1";
+    if (ctx.rank == 1) {
+      EXPECT_EQ(1, 2) << "assertion-in-rank-1";
+    }
     if (ctx.rank == 2) throw std::runtime_error("exception-in-rank-2");
     if (ctx.rank == 3) std::abort();
   });

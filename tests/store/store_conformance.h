@@ -33,7 +33,9 @@ inline void ExerciseStore(phi::distributed::Store& s, const std::string& ns, boo
   s.set(k("str"), std::string("one"));
   s.set(k("str"), std::string("two"));
   EXPECT_EQ(s.get_string(k("str")), "two");
-  if (exclusive) EXPECT_EQ(s.num_keys(), keys0 + 3);
+  if (exclusive) {
+    EXPECT_EQ(s.num_keys(), keys0 + 3);
+  }
 
   // add: creates at 0, returns the sum, stored as decimal text.
   EXPECT_EQ(s.add(k("ctr"), 5), 5);

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "phi/core/distributed/nccl_tools.h"
+#include "phi/core/distributed/nccl_tools_internal.h"
 #include "phi/core/distributed/store/prefix_store.h"
 #include "phi/core/errors.h"
 #include "tools/comm_bench/bench_baseline.h"

@@ -17,7 +17,7 @@
 #include <glog/logging.h>
 
 #include "phi/core/distributed/cpu_reduce.h"
-#include "phi/core/distributed/gloo_comm_context_impl.h"
+#include "phi/core/distributed/gloo_comm_context_internal.h"
 #include "phi/core/distributed/store/prefix_store.h"
 #include "phi/core/errors.h"
 
@@ -296,7 +296,7 @@ std::unique_ptr<CommContext> CreateGlooCommContext(const std::shared_ptr<Store>&
                          std::to_string(rank) + "/" + std::to_string(size) + ")";
   std::shared_ptr<::gloo::transport::Device> device;
   GlooCall("device creation", [&] { device = ::gloo::transport::tcp::CreateDevice(attr); });
-  // Pairs connect on first use (gloo_mesh.h): creating the group waits for no one.
+  // Pairs connect on first use (gloo_mesh_internal.h): creating the group waits for no one.
   auto mesh = std::make_unique<GlooMesh>(
       std::make_shared<PrefixStore>("gloo/" + std::to_string(gid), store), rank, size,
       std::move(device), options.timeout, describe);

@@ -1,4 +1,4 @@
-#include "phi/core/distributed/gloo_mesh.h"
+#include "phi/core/distributed/gloo_mesh_internal.h"
 
 #include <cctype>
 #include <cstring>

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <limits>
 
-#include "phi/core/distributed/gloo_comm_context_impl.h"
+#include "phi/core/distributed/gloo_comm_context_internal.h"
 #include "phi/core/errors.h"
 
 namespace phi {

@@ -1,5 +1,7 @@
 #include "phi/core/distributed/nccl_comm_context.h"
 
+#include <nccl.h>
+
 #include <cuda_runtime_api.h>
 
 #include <cstring>
@@ -13,7 +15,7 @@
 
 #include "phi/core/cuda_stream.h"
 #include "phi/core/device_info.h"
-#include "phi/core/distributed/nccl_tools.h"
+#include "phi/core/distributed/nccl_tools_internal.h"
 #include "phi/core/distributed/store/prefix_store.h"
 #include "phi/core/errors.h"
 #include "phi/core/stream.h"
@@ -222,7 +224,8 @@ void NCCLCommContext::CheckPeer(int peer, const char* op) const {
                                     op, peer, GetSize()));
 }
 
-void NCCLCommContext::Check(ncclResult_t result, const char* what) {
+void NCCLCommContext::Check(int code, const char* what) {
+  const auto result = static_cast<ncclResult_t>(code);
   if (result == ncclInProgress) {
     // Only a non-blocking communicator answers so; inside a group the calls are queued
     // and the outermost GroupEnd waits.
@@ -237,7 +240,7 @@ void NCCLCommContext::WaitReady(const char* what) {
   CheckNCCL(state, what, comm_, describe_);
 }
 
-ncclRedOp_t NCCLCommContext::MakeOp(const NCCLReducePlan& plan) {
+int NCCLCommContext::MakeOp(const NCCLReducePlan& plan) {
   if (!plan.premul) return plan.op;
   ncclRedOp_t op;
   auto scalar = plan.scalar;  // NCCL copies a host-immediate scalar at creation
@@ -247,7 +250,8 @@ ncclRedOp_t NCCLCommContext::MakeOp(const NCCLReducePlan& plan) {
   return op;
 }
 
-void NCCLCommContext::ReleaseOp(const NCCLReducePlan& plan, ncclRedOp_t op) {
+void NCCLCommContext::ReleaseOp(const NCCLReducePlan& plan, int code) {
+  const auto op = static_cast<ncclRedOp_t>(code);
   if (!plan.premul) return;
   if (tls_group.depth > 0) {
     tls_group.deferred_ops.emplace_back(comm_, op);
@@ -260,7 +264,7 @@ void NCCLCommContext::ReleaseOp(const NCCLReducePlan& plan, ncclRedOp_t op) {
 // One reduction call: the op lives exactly as long as NCCL needs it, on every path.
 #define PHI_NCCL_REDUCE_CALL(name, plan, call_with_op)           \
   do {                                                           \
-    ncclRedOp_t op_ = MakeOp(plan);                              \
+    auto op_ = static_cast<ncclRedOp_t>(MakeOp(plan));           \
     ncclResult_t r_;                                             \
     {                                                            \
       ncclRedOp_t op = op_;                                      \

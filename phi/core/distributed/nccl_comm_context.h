@@ -3,10 +3,8 @@
 // observed through events recorded on that stream (the engine's Task).
 //
 // Errors are typed phi errors carrying the NCCL version, ncclGetErrorString and
-// ncclGetLastError (nccl_tools.h); nothing exits the process.
+// ncclGetLastError (nccl_tools_internal.h); nothing exits the process.
 #pragma once
-
-#include <nccl.h>
 
 #include <chrono>
 #include <memory>
@@ -15,10 +13,15 @@
 #include "phi/core/distributed/comm_context.h"
 #include "phi/core/distributed/store/store.h"
 
+// NCCL's communicator handle, declared as nccl.h declares it, so that this header needs no
+// NCCL include path; NCCL's result and op codes (C enums) pass as int.
+struct ncclComm;
+typedef struct ncclComm* ncclComm_t;
+
 namespace phi {
 namespace distributed {
 
-struct NCCLReducePlan;  // nccl_tools.h
+struct NCCLReducePlan;  // nccl_tools_internal.h
 
 struct NCCLCommOptions {
   // ncclCommInitRankConfig with the fields below instead of ncclCommInitRank.
@@ -96,12 +99,12 @@ class NCCLCommContext : public CommContext {
   void CheckPeer(int peer, const char* op) const;
   // Turns an NCCL call's result into an exception; for a non-blocking communicator, waits
   // (up to options_.timeout) for ncclInProgress to settle outside a group.
-  void Check(ncclResult_t result, const char* what);
+  void Check(int result, const char* what);  // result: an ncclResult_t
   void WaitReady(const char* what);
   // ncclAvg/ncclSum/...: or a PREMUL_SUM op created for this call (destroyed after it, or
   // at the outermost GroupEnd).
-  ncclRedOp_t MakeOp(const NCCLReducePlan& plan);
-  void ReleaseOp(const NCCLReducePlan& plan, ncclRedOp_t op);
+  int MakeOp(const NCCLReducePlan& plan);  // an ncclRedOp_t
+  void ReleaseOp(const NCCLReducePlan& plan, int op);
 
   ncclComm_t comm_ = nullptr;
   int gid_;

@@ -1,4 +1,4 @@
-#include "phi/core/distributed/nccl_tools.h"
+#include "phi/core/distributed/nccl_tools_internal.h"
 
 #include <cmath>
 #include <cstring>

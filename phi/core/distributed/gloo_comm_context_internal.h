@@ -12,7 +12,7 @@
 #include <gloo/transport/unbound_buffer.h>
 
 #include "phi/core/distributed/comm_context.h"
-#include "phi/core/distributed/gloo_mesh.h"
+#include "phi/core/distributed/gloo_mesh_internal.h"
 #include "phi/core/errors.h"
 
 namespace phi {
@@ -29,11 +29,14 @@ inline uint64_t P2PDataSlot(int tag) { return kP2PDataSlotPrefix | static_cast<u
 // same order on every rank, so one slot suffices.
 constexpr uint64_t kReduceScatterSlot = uint64_t{0x7d} << 56;
 
-// Calls into Gloo and turns its exceptions into typed phi errors. Gloo's timeouts are
-// IoExceptions whose text says "Timed out" (Gloo has no type of its own for them), so the
-// text decides between Timeout and Unavailable.
+// Calls into Gloo and turns its exceptions into typed phi errors by their Gloo type:
+// IoException (the network: Timeout or Unavailable), EnforceNotMet and other Exceptions
+// (External). Gloo has no type for a timeout: an IoException is a Timeout when the call
+// ran for its whole `timeout` (our own clock decides), and, as a documented fallback for
+// Gloo's internal deadlines, when its text says "Timed out".
 template <typename F>
-void GlooCall(const char* what, F&& f);
+void GlooCall(const char* what, F&& f,
+              std::chrono::milliseconds timeout = std::chrono::milliseconds::zero());
 
 class GlooCommContext : public CommContext {
  public:
@@ -136,12 +139,15 @@ class GlooCommContext : public CommContext {
 
 // ------------------------------------------------------------------ inline templates
 template <typename F>
-void GlooCall(const char* what, F&& f) {
+void GlooCall(const char* what, F&& f, std::chrono::milliseconds timeout) {
+  const auto start = std::chrono::steady_clock::now();
   try {
     f();
   } catch (const ::gloo::IoException& e) {
     std::string msg = e.what();
-    if (msg.find("imed out") != std::string::npos) {  // Gloo's only sign of a timeout
+    const bool ran_out = timeout > std::chrono::milliseconds::zero() &&
+                         std::chrono::steady_clock::now() - start >= timeout;
+    if (ran_out || msg.find("imed out") != std::string::npos) {
       PADDLE_THROW(errors::Timeout("Gloo %s timed out: %s", what, msg.c_str()));
     }
     PADDLE_THROW(errors::Unavailable(
@@ -157,7 +163,7 @@ template <typename F>
 void GlooCommContext::Call(const char* what, F&& f) {
   ThrowIfBroken();
   try {
-    GlooCall(what, std::forward<F>(f));
+    GlooCall(what, std::forward<F>(f), timeout_);
   } catch (const EnforceNotMet& e) {
     std::string msg = e.what();
     if (e.code() == ErrorCode::kUnavailable) msg += mesh_->NamePeersIn(msg);
