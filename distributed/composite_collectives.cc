@@ -7,6 +7,7 @@
 #include "distributed/process_group_with_stream.h"
 #include "distributed/stream_task.h"
 #include "phi/core/errors.h"
+#include "phi/core/flags.h"
 #include "phi/core/memcpy.h"
 
 namespace paddle_like {
@@ -296,12 +297,16 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Barrier(const BarrierOptions& opts
   phi::Fill(&flag, 0.0);
   void* p = flag.data();
   OpDesc d{CommType::BARRIER, 0, 1, 1, DataType::FLOAT32, -1};
+  // On a CPU place with checks on, the agreement exchange (an all-gather: nobody leaves
+  // before every rank contributed) is the barrier; the all-reduce is not needed.
+  CommFn fn = nullptr;
+  if (!(place.is_cpu() && FLAGS_check_collective_agreement && GetSize() > 1)) {
+    fn = [p](CommContext* c, phi::Stream* s, TaskState*) {
+      c->AllReduce(p, p, 1, DataType::FLOAT32, Reduction{}, s);
+    };
+  }
   // The tensor dies on return; its block stays reserved until the stream passes the op.
-  return Run(d, place, {&flag},
-             [p](CommContext* c, phi::Stream* s, TaskState*) {
-               c->AllReduce(p, p, 1, DataType::FLOAT32, Reduction{}, s);
-             },
-             /*sync_op=*/true, /*use_calc_stream=*/false);
+  return Run(d, place, {&flag}, std::move(fn), /*sync_op=*/true, /*use_calc_stream=*/false);
 }
 
 }  // namespace distributed

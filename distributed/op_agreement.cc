@@ -1,8 +1,10 @@
 #include "distributed/op_agreement.h"
 
+#include <cstring>
 #include <map>
 #include <vector>
 
+#include "phi/core/distributed/cpu_reduce.h"
 #include "phi/core/errors.h"
 
 namespace paddle_like {
@@ -91,19 +93,12 @@ std::string LocalFailureKey(int gid, int rank, int64_t serial) {
          std::to_string(serial);
 }
 
-void CheckAgreement(phi::distributed::CommContext* comm, phi::Stream* stream,
-                    const AgreementRecord& mine, const std::string& group, int gid,
-                    phi::distributed::Store* store) {
-  const int size = comm->GetSize();
-  if (size == 1 && !mine.v[kFailed]) return;
-  const size_t n = mine.v.size();
-  std::vector<int64_t> all(n * static_cast<size_t>(size));
-  comm->AllGather(mine.v.data(), all.data(), static_cast<int64_t>(n), phi::DataType::INT64,
-                  stream);
-  std::vector<AgreementRecord> recs(static_cast<size_t>(size));
-  for (int r = 0; r < size; ++r) {
-    std::copy(all.begin() + r * n, all.begin() + (r + 1) * n, recs[r].v.begin());
-  }
+namespace {
+// Raises on every rank when the records differ: every rank holds the same records, so all
+// raise the same error.
+void EvaluateRecords(const std::vector<AgreementRecord>& recs, int my_rank,
+                     const std::string& group, int gid, phi::distributed::Store* store) {
+  const int size = static_cast<int>(recs.size());
   // Ranks whose own checks failed: their reasons are in the store.
   std::string failed;
   for (int r = 0; r < size; ++r) {
@@ -122,7 +117,7 @@ void CheckAgreement(phi::distributed::CommContext* comm, phi::Stream* stream,
   if (!failed.empty()) {
     PADDLE_THROW(phi::errors::InvalidArgument(
         "%s: %s was not run on any rank, because its argument checks failed on:%s",
-        group.c_str(), CommTypeToString(static_cast<CommType>(recs[comm->GetRank()].v[kType])),
+        group.c_str(), CommTypeToString(static_cast<CommType>(recs[my_rank].v[kType])),
         failed.c_str()));
   }
   // Group the ranks by what they run.
@@ -141,6 +136,62 @@ void CheckAgreement(phi::distributed::CommContext* comm, phi::Stream* stream,
   PADDLE_THROW(phi::errors::InvalidArgument(
       "%s: Detected mismatch between collectives on ranks; no rank ran it:%s", group.c_str(),
       detail.c_str()));
+}
+
+constexpr size_t kRecordBytes = sizeof(AgreementRecord::v);
+}  // namespace
+
+void CheckAgreement(phi::distributed::CommContext* comm, phi::Stream* stream,
+                    const AgreementRecord& mine, const std::string& group, int gid,
+                    phi::distributed::Store* store) {
+  const int size = comm->GetSize();
+  if (size == 1 && !mine.v[kFailed]) return;
+  const size_t n = mine.v.size();
+  std::vector<int64_t> all(n * static_cast<size_t>(size));
+  comm->AllGather(mine.v.data(), all.data(), static_cast<int64_t>(n), phi::DataType::INT64,
+                  stream);
+  std::vector<AgreementRecord> recs(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    std::copy(all.begin() + r * n, all.begin() + (r + 1) * n, recs[r].v.begin());
+  }
+  EvaluateRecords(recs, comm->GetRank(), group, gid, store);
+}
+
+bool FitsFusedAllReduce(int64_t count, phi::DataType dtype) {
+  return count >= 0 && static_cast<uint64_t>(count) * phi::SizeOf(dtype) <= kFusedPayloadBytes;
+}
+
+void FusedSmallAllReduce(phi::distributed::CommContext* comm, phi::Stream* stream,
+                         const AgreementRecord& mine, const void* send, void* recv,
+                         int64_t count, phi::DataType dtype,
+                         const phi::distributed::Reduction& red, const std::string& group,
+                         int gid, phi::distributed::Store* store) {
+  using namespace phi::distributed;  // NOLINT: the host reduction kernels
+  const int size = comm->GetSize();
+  CpuReduceInput in = PrepareCpuReduce(send, count, dtype, red);
+  const size_t bytes = static_cast<size_t>(in.count) * phi::SizeOf(in.dtype);
+  // One slot per rank: the record, then the payload; fixed size, so it never mismatches.
+  const size_t slot = kRecordBytes + kFusedPayloadBytes;
+  std::vector<char> mine_slot(slot, 0), all(slot * static_cast<size_t>(size));
+  std::memcpy(mine_slot.data(), mine.v.data(), kRecordBytes);
+  if (bytes > 0) std::memcpy(mine_slot.data() + kRecordBytes, in.data, bytes);
+  comm->AllGather(mine_slot.data(), all.data(), static_cast<int64_t>(slot),
+                  phi::DataType::UINT8, stream);
+  std::vector<AgreementRecord> recs(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    std::memcpy(recs[r].v.data(), all.data() + r * slot, kRecordBytes);
+  }
+  EvaluateRecords(recs, comm->GetRank(), group, gid, store);
+  if (bytes == 0) return;
+  // Every rank reduces the same payloads in rank order: the same bits everywhere.
+  std::vector<char> acc(all.begin() + kRecordBytes, all.begin() + kRecordBytes + bytes);
+  CpuReduceFn reduce = GetCpuReduceFn(in.dtype, red.op);
+  for (int r = 1; r < size; ++r) {
+    reduce(acc.data(), acc.data(), all.data() + r * slot + kRecordBytes,
+           static_cast<size_t>(in.count));
+  }
+  if (red.op == ReduceOp::AVG) CpuDivide(in.dtype, acc.data(), in.count, size);
+  std::memcpy(recv, acc.data(), bytes);
 }
 
 }  // namespace distributed

@@ -41,5 +41,17 @@ void CheckAgreement(phi::distributed::CommContext* comm, phi::Stream* stream,
                     const AgreementRecord& mine, const std::string& group, int gid,
                     phi::distributed::Store* store);
 
+// Small all-reduces carry their agreement for free: the record and the payload travel in one
+// all-gather of a fixed-size slot per rank (so it can never mismatch), and every rank
+// reduces the gathered payloads itself, in rank order, so all get the same bits. One
+// exchange instead of a check plus an all-reduce.
+constexpr size_t kFusedPayloadBytes = 256;
+bool FitsFusedAllReduce(int64_t count, phi::DataType dtype);
+void FusedSmallAllReduce(phi::distributed::CommContext* comm, phi::Stream* stream,
+                         const AgreementRecord& mine, const void* send, void* recv,
+                         int64_t count, phi::DataType dtype,
+                         const phi::distributed::Reduction& red, const std::string& group,
+                         int gid, phi::distributed::Store* store);
+
 }  // namespace distributed
 }  // namespace paddle_like

@@ -288,7 +288,8 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
   lk.unlock();
 
   for (const auto& e : order.waits) stream->WaitEvent(*e);
-  const bool check = FLAGS_check_collective_agreement && place.is_cpu() && !p2p;
+  const bool check =
+      FLAGS_check_collective_agreement && place.is_cpu() && !p2p && !desc.agreed_in_op;
   auto job = MakeJob(comm, stream, std::move(fn), task->state(), DescribePtr(), desc, check,
                      GetGid(), store_);
   std::shared_ptr<phi::Event> end = LaunchJob(stream, std::move(job), sync_op && !use_calc_stream);
@@ -337,6 +338,16 @@ void ProcessGroupWithStream::NotifyLocalFailure(CommType type, const std::string
     LOG(WARNING) << Describe() << ": could not tell the other ranks that "
                  << CommTypeToString(type) << " failed its checks here: " << e.what();
   }
+}
+
+bool ProcessGroupWithStream::UseFusedAllReduce(const phi::Place& place, int64_t count,
+                                               DataType dtype) const {
+  if (!place.is_cpu() || !FLAGS_check_collective_agreement || GetSize() == 1 ||
+      !FitsFusedAllReduce(count, dtype)) {
+    return false;
+  }
+  std::lock_guard<std::mutex> lk(mu_);
+  return coalescing_ == nullptr;  // a coalesced group fuses its all-reduces its own way
 }
 
 void ProcessGroupWithStream::StartCoalescing() {
@@ -441,6 +452,17 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::AllReduce(DenseTensor* out, const 
     DataType dt = in.dtype();
     OpDesc d{CommType::ALLREDUCE, 0, n, n, dt, -1};
     d.reduce_op = static_cast<int>(opts.reduce_op);
+    if (UseFusedAllReduce(in.place(), n, dt)) {
+      d.agreed_in_op = true;
+      AgreementRecord rec = MakeAgreementRecord(d);
+      return Run(d, in.place(), {&in, out},
+                 [=, group = DescribePtr(), gid = GetGid(), store = store_](
+                     CommContext* c, phi::Stream* s, TaskState*) {
+                   FusedSmallAllReduce(c, s, rec, src, dst, n, dt, red, *group, gid,
+                                       store.get());
+                 },
+                 sync_op, use_calc_stream);
+    }
     return Run(d, in.place(), {&in, out},
                [=](CommContext* c, phi::Stream* s, TaskState*) {
                  c->AllReduce(src, dst, n, dt, red, s);

@@ -31,6 +31,8 @@ struct OpDesc {
   // ranks raise at once instead of waiting for it (op_agreement.h).
   bool local_failure = false;
   int64_t failure_serial = 0;
+  // The op's own exchange carries the agreement check (the fused small all-reduce).
+  bool agreed_in_op = false;
   std::string ToString() const;
 };
 

@@ -118,5 +118,20 @@ void CpuDivide(DataType dtype, void* dst, int64_t n, int64_t divisor) {
   });
 }
 
+CpuReduceInput PrepareCpuReduce(const void* send, int64_t count, DataType dtype,
+                                const Reduction& red) {
+  CpuReduceInput p{send, count, dtype, {}};
+  if (IsComplex(dtype)) {
+    p.dtype = ToRealType(dtype);
+    p.count = count * 2;
+  }
+  if (red.op == ReduceOp::PREMUL_SUM) {
+    p.scaled.resize(static_cast<size_t>(p.count) * SizeOf(p.dtype));
+    CpuScale(p.dtype, p.scaled.data(), send, p.count, red.premul_factor);
+    p.data = p.scaled.data();
+  }
+  return p;
+}
+
 }  // namespace distributed
 }  // namespace phi

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "phi/core/data_type.h"
 #include "phi/core/distributed/reduce_op.h"
@@ -25,6 +26,18 @@ CpuReduceFn GetCpuReduceFn(DataType dtype, ReduceOp op);
 void CpuScale(DataType dtype, void* dst, const void* src, int64_t n, double factor);
 // dst[i] /= divisor: AVG's final step (integer division for integer types).
 void CpuDivide(DataType dtype, void* dst, int64_t n, int64_t divisor);
+
+// The input of a host reduction as the kernels see it: a complex type as its real view
+// (twice the elements), PREMUL_SUM's input scaled into a copy it owns. Shared by the CPU
+// engines and the engine's fused small all-reduce, so both reduce alike.
+struct CpuReduceInput {
+  const void* data;
+  int64_t count;
+  DataType dtype;
+  std::vector<char> scaled;  // owns the scaled copy for PREMUL_SUM
+};
+CpuReduceInput PrepareCpuReduce(const void* send, int64_t count, DataType dtype,
+                                const Reduction& red);
 
 }  // namespace distributed
 }  // namespace phi

@@ -104,7 +104,7 @@ void GlooCommContext::Broadcast(const void* send, void* recv, int64_t count, Dat
 void GlooCommContext::Reduce(const void* send, void* recv, int64_t count, DataType dtype,
                              const Reduction& red, int root, Stream*) {
   if (count == 0) return;
-  Prepared p = Prepare(send, count, dtype, red);
+  CpuReduceInput p = PrepareCpuReduce(send, count, dtype, red);
   const bool is_root = GetRank() == root;
   // Gloo reduces into the output on every rank; the contract writes `recv` on the root
   // only, so the other ranks reduce into scratch.
@@ -120,7 +120,7 @@ void GlooCommContext::Reduce(const void* send, void* recv, int64_t count, DataTy
       using T = typename decltype(tag)::type;
       ::gloo::ReduceOptions opts(ctx_);
       opts.setRoot(root);
-      if (p.send != out) opts.setInput(const_cast<T*>(static_cast<const T*>(p.send)), p.count);
+      if (p.data != out) opts.setInput(const_cast<T*>(static_cast<const T*>(p.data)), p.count);
       opts.setOutput(static_cast<T*>(out), p.count);
       opts.setReduceFunction(GetCpuReduceFn(p.dtype, red.op));
       opts.setTimeout(timeout_);
@@ -159,7 +159,7 @@ void GlooCommContext::ReduceScatter(const void* send, void* recv, int64_t recv_c
     RunAllReduce(send, recv, recv_count, dtype, red);
     return;
   }
-  Prepared p = Prepare(send, recv_count * n, dtype, red);
+  CpuReduceInput p = PrepareCpuReduce(send, recv_count * n, dtype, red);
   const size_t block = static_cast<size_t>(p.count / n) * SizeOf(p.dtype);
   // Scratch kept across calls (only this stream's thread runs here): fresh pages for every
   // large call cost more than the copy. Past kMaxKeptScratch it is per call, not kept.
@@ -169,7 +169,7 @@ void GlooCommContext::ReduceScatter(const void* send, void* recv, int64_t recv_c
   std::vector<char>& incoming = keep ? rs_incoming_ : once_incoming;
   if (acc.size() < block * n) acc.resize(block * n);
   if (incoming.size() < block) incoming.resize(block);
-  std::memcpy(acc.data(), p.send, block * n);
+  std::memcpy(acc.data(), p.data, block * n);
   CpuReduceFn reduce = GetCpuReduceFn(p.dtype, red.op);
   Call("reducescatter", [&] { mesh_->EnsureAll(); });
   auto in_buf = ctx_->createUnboundBuffer(incoming.data(), block);
@@ -191,32 +191,16 @@ void GlooCommContext::ReduceScatter(const void* send, void* recv, int64_t recv_c
   if (red.op == ReduceOp::AVG) CpuDivide(p.dtype, recv, p.count / n, n);
 }
 
-// Complex reduces through its real view; PREMUL_SUM scales a copy of the input first.
-GlooCommContext::Prepared GlooCommContext::Prepare(const void* send, int64_t count,
-                                                   DataType dtype, const Reduction& red) {
-  Prepared p{send, count, dtype, {}};
-  if (IsComplex(dtype)) {
-    p.dtype = ToRealType(dtype);
-    p.count = count * 2;
-  }
-  if (red.op == ReduceOp::PREMUL_SUM) {
-    p.scaled.resize(static_cast<size_t>(p.count) * SizeOf(p.dtype));
-    CpuScale(p.dtype, p.scaled.data(), send, p.count, red.premul_factor);
-    p.send = p.scaled.data();
-  }
-  return p;
-}
-
 void GlooCommContext::RunAllReduce(const void* send, void* recv, int64_t count, DataType dtype,
                                    const Reduction& red) {
   if (count == 0) return;
-  Prepared p = Prepare(send, count, dtype, red);
+  CpuReduceInput p = PrepareCpuReduce(send, count, dtype, red);
   Call("allreduce", [&] {
     mesh_->EnsureAll();
     VisitDataType(p.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       ::gloo::AllreduceOptions opts(ctx_);
-      if (p.send != recv) opts.setInput(const_cast<T*>(static_cast<const T*>(p.send)), p.count);
+      if (p.data != recv) opts.setInput(const_cast<T*>(static_cast<const T*>(p.data)), p.count);
       opts.setOutput(static_cast<T*>(recv), p.count);
       opts.setReduceFunction(GetCpuReduceFn(p.dtype, red.op));
       opts.setTimeout(timeout_);

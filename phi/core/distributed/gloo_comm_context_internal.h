@@ -91,15 +91,8 @@ class GlooCommContext : public CommContext {
     std::vector<char> message;
     std::unique_ptr<::gloo::transport::UnboundBuffer> header;
   };
-  struct Prepared {
-    const void* send;
-    int64_t count;
-    DataType dtype;
-    std::vector<char> scaled;  // owns the scaled input of PREMUL_SUM
-  };
 
   // Collectives (gloo_comm_context.cc).
-  Prepared Prepare(const void* send, int64_t count, DataType dtype, const Reduction& red);
   void RunAllReduce(const void* send, void* recv, int64_t count, DataType dtype,
                     const Reduction& red);
   void RunFusedAllReduces(const std::vector<PendingAllReduce>& ops);
