@@ -10,6 +10,8 @@
 #include <future>
 #include <thread>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "phi/core/allocator.h"
@@ -30,6 +32,22 @@ using std::chrono::seconds;
 
 constexpr size_t kBytes = 4096 + 64 * 3;  // a size no other allocation in the test uses
 
+// A worker stream held busy until Open(): its first job waits at a gate, so whatever is
+// recorded on it stays in use until then. The destructor opens the gate, so a failed
+// assertion ends the test instead of hanging in the worker's join; the job owns a share of
+// the gate because that join (in ~CpuWorkerStream) runs after this class's members are gone.
+class HeldStream : public CpuWorkerStream {
+ public:
+  explicit HeldStream(std::string name) : CpuWorkerStream(std::move(name)) {
+    Launch([gate = gate_] { gate->Wait(); });
+  }
+  ~HeldStream() override { Open(); }
+  void Open() { gate_->Open(); }
+
+ private:
+  std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
+};
+
 class StreamSafeAllocatorTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -38,6 +56,12 @@ class StreamSafeAllocatorTest : public ::testing::Test {
   }
   void TearDown() override { FLAGS_max_pending_stream_frees = saved_bound_; }
   AllocatorStats Stats() { return alloc_->stats(); }
+  // Stats once `s` has passed everything launched on it and its deferred frees are done.
+  AllocatorStats StatsOnceIdle(const phi::Stream& s, seconds timeout = seconds(30)) {
+    s.Synchronize(timeout);
+    alloc_->ProcessPendingFrees();
+    return Stats();
+  }
   // Waits (on another thread, so a lock held by a waiting releaser fails the test instead
   // of hanging it) until `n` frees in all have been deferred.
   void WaitUntilDeferred(int64_t n) {
@@ -70,10 +94,7 @@ TEST_F(StreamSafeAllocatorTest, GetAllocatorIsProcessWideAndAllocatesUsableMemor
 }
 
 TEST_F(StreamSafeAllocatorTest, RecordedOnBusyStreamIsNeitherFreedNorReusedUntilItPasses) {
-  CpuWorkerStream s("busy");
-  Gate gate;
-  s.Launch([&] { gate.Wait(); });
-
+  HeldStream s("busy");
   AllocatorStats before = Stats();
   auto a = alloc_->Allocate(kBytes);
   void* p = a->ptr();
@@ -90,10 +111,8 @@ TEST_F(StreamSafeAllocatorTest, RecordedOnBusyStreamIsNeitherFreedNorReusedUntil
   auto b = alloc_->Allocate(kBytes);
   EXPECT_NE(b->ptr(), p) << "a block the stream may still use was handed out again";
 
-  gate.Open();
-  s.Synchronize(seconds(30));
-  alloc_->ProcessPendingFrees();
-  AllocatorStats after = Stats();
+  s.Open();
+  AllocatorStats after = StatsOnceIdle(s);
   EXPECT_EQ(after.deferred_frees_completed, before.deferred_frees_completed + 1);
   EXPECT_EQ(after.pending_frees, 0);
   EXPECT_EQ(after.bytes_live, before.bytes_live + static_cast<int64_t>(kBytes))  // b
@@ -123,10 +142,7 @@ TEST_F(StreamSafeAllocatorTest, RecordOnPassedStreamOrHostStreamDoesNotDefer) {
 }
 
 TEST_F(StreamSafeAllocatorTest, EraseStreamOfTheOnlyRecordFreesImmediately) {
-  CpuWorkerStream s("busy");
-  Gate gate;
-  s.Launch([&] { gate.Wait(); });
-
+  HeldStream s("busy");
   AllocatorStats before = Stats();
   auto a = alloc_->Allocate(kBytes);
   void* p = a->ptr();
@@ -143,16 +159,15 @@ TEST_F(StreamSafeAllocatorTest, EraseStreamOfTheOnlyRecordFreesImmediately) {
   auto again = alloc_->Allocate(kBytes);
   EXPECT_EQ(again->ptr(), p) << "freed at once, so reused while the stream is still blocked";
   EXPECT_FALSE(s.Query());
-  gate.Open();
+  s.Open();
   s.Synchronize(seconds(30));
 }
 
 // Two tasks record the same block on the same stream; the first task, seen complete,
 // erases its record. The second (later) record must survive.
 TEST_F(StreamSafeAllocatorTest, ErasingOneTasksTokenKeepsAnotherTasksLaterRecord) {
-  CpuWorkerStream s("two-tasks");
-  Gate gate1, gate2;
-  s.Launch([&] { gate1.Wait(); });  // task 1's op
+  HeldStream s("two-tasks");  // held by task 1's op
+  Gate gate2;
   AllocatorStats before = Stats();
   auto a = alloc_->Allocate(kBytes);
   void* p = a->ptr();
@@ -164,7 +179,7 @@ TEST_F(StreamSafeAllocatorTest, ErasingOneTasksTokenKeepsAnotherTasksLaterRecord
   EXPECT_EQ(rec1.stream_id, rec2.stream_id);
   EXPECT_NE(rec1.token, rec2.token);
 
-  gate1.Open();  // task 1 completes and erases its own record
+  s.Open();  // task 1 completes and erases its own record
   task1_end->Synchronize(seconds(30));
   EraseStream(a, rec1);
   a.reset();
@@ -176,18 +191,14 @@ TEST_F(StreamSafeAllocatorTest, ErasingOneTasksTokenKeepsAnotherTasksLaterRecord
   EXPECT_NE(other->ptr(), p) << "reused while task 2's op may still use it";
 
   gate2.Open();
-  s.Synchronize(seconds(30));
-  alloc_->ProcessPendingFrees();
-  AllocatorStats after = Stats();
+  AllocatorStats after = StatsOnceIdle(s);
   EXPECT_EQ(after.deferred_frees_completed, before.deferred_frees_completed + 1);
   EXPECT_EQ(after.pending_frees, 0);
   EXPECT_EQ(alloc_->Allocate(kBytes)->ptr(), p);
 }
 
 TEST_F(StreamSafeAllocatorTest, ErasingTheLatestTokenRemovesTheRecord) {
-  CpuWorkerStream s("latest");
-  Gate gate;
-  s.Launch([&] { gate.Wait(); });
+  HeldStream s("latest");
   AllocatorStats before = Stats();
   auto a = alloc_->Allocate(kBytes);
   auto rec1 = RecordStream(a, &s);
@@ -197,23 +208,19 @@ TEST_F(StreamSafeAllocatorTest, ErasingTheLatestTokenRemovesTheRecord) {
   a.reset();
   EXPECT_EQ(Stats().frees_deferred, before.frees_deferred);
   EXPECT_EQ(Stats().bytes_live, before.bytes_live);
-  gate.Open();
 }
 
 TEST_F(StreamSafeAllocatorTest, RecordsOnTwoStreamsWaitForBoth) {
-  CpuWorkerStream s1("s1"), s2("s2");
-  Gate g1, g2;
-  s1.Launch([&] { g1.Wait(); });
-  s2.Launch([&] { g2.Wait(); });
+  HeldStream s1("s1"), s2("s2");
   AllocatorStats before = Stats();
   auto a = alloc_->Allocate(kBytes);
   RecordStream(a, &s1);
   RecordStream(a, &s2);
   a.reset();
-  g1.Open();
+  s1.Open();
   s1.Synchronize(seconds(30));
   EXPECT_EQ(Stats().pending_frees, 1) << "s2 has not passed yet";
-  g2.Open();
+  s2.Open();
   s2.Synchronize(seconds(30));
   AllocatorStats after = Stats();
   EXPECT_EQ(after.pending_frees, 0);
@@ -227,9 +234,7 @@ TEST_F(StreamSafeAllocatorTest, RecordsOnTwoStreamsWaitForBoth) {
 TEST_F(StreamSafeAllocatorTest, PendingListStaysBounded) {
   constexpr int kBound = 4;
   FLAGS_max_pending_stream_frees = kBound;
-  CpuWorkerStream s("bounded");
-  Gate gate;
-  s.Launch([&] { gate.Wait(); });
+  HeldStream s("bounded");
   AllocatorStats before = Stats();
 
   std::vector<std::shared_ptr<phi::Allocation>> blocks;
@@ -257,11 +262,9 @@ TEST_F(StreamSafeAllocatorTest, PendingListStaysBounded) {
   auto meanwhile = alloc_->Allocate(64);  // the allocator stays usable
   EXPECT_NE(meanwhile, nullptr);
 
-  gate.Open();
+  s.Open();
   phi_test::MustFinishWithin(releaser, seconds(30), "release past the bound");
-  s.Synchronize(seconds(30));
-  alloc_->ProcessPendingFrees();
-  AllocatorStats after = Stats();
+  AllocatorStats after = StatsOnceIdle(s);
   EXPECT_TRUE(released.load());
   EXPECT_EQ(after.pending_frees, 0);
   EXPECT_EQ(after.frees_deferred, before.frees_deferred + kBound + 1);
@@ -306,9 +309,7 @@ TEST_F(StreamSafeAllocatorTest, BoundEnforcementDoesNotDeadlockWithAWorkerReleas
   gate.Open();
   phi_test::MustFinishWithin(releaser, seconds(20),
                              "host release waiting on a stream whose job releases memory");
-  s.Synchronize(seconds(20));
-  alloc_->ProcessPendingFrees();
-  EXPECT_EQ(Stats().pending_frees, 0);
+  EXPECT_EQ(StatsOnceIdle(s, seconds(20)).pending_frees, 0);
 }
 
 // The job itself drops, on the worker thread, the last reference to a block recorded on

@@ -1,6 +1,5 @@
 // HashStore (threads), FileStore (processes sharing a file) and PrefixStore over both.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -12,6 +11,7 @@
 #include "phi/core/distributed/store/prefix_store.h"
 #include "tests/harness/multiprocess.h"
 #include "tests/store/store_conformance.h"
+#include "tests/store/store_test_util.h"
 
 namespace paddle_like {
 namespace testing {
@@ -21,10 +21,6 @@ using phi::distributed::FileStore;
 using phi::distributed::HashStore;
 using phi::distributed::PrefixStore;
 using std::chrono::milliseconds;
-
-std::string TempPath(const std::string& tag) {
-  return "/tmp/paddle_like_filestore_" + tag + "_" + std::to_string(getpid());
-}
 
 TEST(HashStoreTest, AllOps) {
   HashStore store(std::chrono::seconds(5));
@@ -68,22 +64,18 @@ TEST(PrefixStoreTest, AllOpsOverHashStoreAndIsolation) {
 }
 
 TEST(FileStoreTest, AllOpsSingleProcess) {
-  const std::string path = TempPath("single");
-  std::remove(path.c_str());
-  {
-    FileStore store(path, std::chrono::seconds(5));
-    ExerciseStore(store, "file", /*exclusive=*/true);
-    // A second handle on the same file sees everything.
-    FileStore other(path, std::chrono::seconds(5));
-    EXPECT_EQ(other.get_string("file/log"), "abcd");
-    EXPECT_EQ(other.num_keys(), store.num_keys());
-  }
-  std::remove(path.c_str());
+  ScopedTempFile file("single");
+  FileStore store(file.path(), std::chrono::seconds(5));
+  ExerciseStore(store, "file", /*exclusive=*/true);
+  // A second handle on the same file sees everything.
+  FileStore other(file.path(), std::chrono::seconds(5));
+  EXPECT_EQ(other.get_string("file/log"), "abcd");
+  EXPECT_EQ(other.num_keys(), store.num_keys());
 }
 
 TEST(FileStoreTest, ProcessesShareOneFile) {
-  const std::string path = TempPath("multi");
-  std::remove(path.c_str());
+  ScopedTempFile file("multi");
+  const std::string& path = file.path();
   constexpr int kRanks = 8, kAdds = 100;
   RunRanks(kRanks, [path](const RankContext& ctx) {
     FileStore store(path, std::chrono::seconds(20));
@@ -103,12 +95,11 @@ TEST(FileStoreTest, ProcessesShareOneFile) {
   FileStore check(path, milliseconds(500));
   PrefixStore group("g", std::make_shared<FileStore>(path, milliseconds(500)));
   for (int r = 0; r < kRanks; ++r) EXPECT_TRUE(group.check({"r" + std::to_string(r)}));
-  std::remove(path.c_str());
 }
 
 TEST(FileStoreTest, TornTailFromADeadWriterIsDropped) {
-  const std::string path = TempPath("torn");
-  std::remove(path.c_str());
+  ScopedTempFile file("torn");
+  const std::string& path = file.path();
   {
     FileStore store(path, milliseconds(300));
     store.set("good", "1");
@@ -125,7 +116,6 @@ TEST(FileStoreTest, TornTailFromADeadWriterIsDropped) {
   FileStore fresh(path, milliseconds(300));
   EXPECT_EQ(fresh.get_string("after"), "2");
   EXPECT_EQ(fresh.num_keys(), 2);
-  std::remove(path.c_str());
 }
 
 }  // namespace

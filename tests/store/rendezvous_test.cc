@@ -1,8 +1,8 @@
 // Init-method parsing (pure, with an injected environment) and real rendezvous over TCP
 // and a file with real processes.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
+#include <cstdlib>
 #include <map>
 
 #include "phi/core/distributed/store/file_store.h"
@@ -10,6 +10,7 @@
 #include "phi/core/distributed/store/rendezvous.h"
 #include "phi/core/distributed/store/tcp_store.h"
 #include "tests/harness/multiprocess.h"
+#include "tests/store/store_test_util.h"
 
 namespace paddle_like {
 namespace testing {
@@ -142,15 +143,7 @@ TEST(RendezvousTest, EnvJoinsTheLaunchersServer) {
 TEST(RendezvousTest, TcpRankZeroHostsTheServer) {
   RunRanks(3, [](const RankContext& ctx) {
     // Pick a port for rank 0 to host on and share it through the harness's store.
-    // Published only after the probe server is gone, so no rank can reach the probe.
-    if (ctx.rank == 0) {
-      uint16_t port = 0;
-      {
-        phi::distributed::TCPStoreServer probe("127.0.0.1", 0);
-        port = probe.port();
-      }
-      ctx.store->set("port", std::to_string(port));
-    }
+    if (ctx.rank == 0) ctx.store->set("port", std::to_string(FreePort()));
     const std::string url = "tcp://127.0.0.1:" + ctx.store->get_string("port") +
                             "?rank=" + std::to_string(ctx.rank) + "&world_size=3";
     setenv("PADDLE_STORE_HOSTED", "0", 1);
@@ -161,17 +154,16 @@ TEST(RendezvousTest, TcpRankZeroHostsTheServer) {
     const int64_t sum = r.store->add("sum", ctx.rank + 1);
     EXPECT_GE(sum, ctx.rank + 1);
     EXPECT_LE(sum, 6);
-    ctx.store->add("tcp-done", 1);
-    if (ctx.rank == 0) {  // the host stays until everyone is done with its server
-      while (ctx.store->add("tcp-done", 0) < 3) usleep(5000);
+    HostStaysUntilAllDone(ctx, "tcp-done");
+    if (ctx.rank == 0) {
       EXPECT_EQ(r.store->add("sum", 0), 6);
     }
   });
 }
 
 TEST(RendezvousTest, FileRendezvous) {
-  const std::string path = "/tmp/paddle_like_rdzv_" + std::to_string(getpid());
-  std::remove(path.c_str());
+  ScopedTempFile file("rdzv");
+  const std::string& path = file.path();
   RunRanks(3, [path](const RankContext& ctx) {
     auto r = Rendezvous("file://" + path + "?world_size=3", ctx.rank, -1,
                         std::chrono::seconds(20));
@@ -182,7 +174,6 @@ TEST(RendezvousTest, FileRendezvous) {
     r.store->wait({"r0", "r1", "r2"});
     EXPECT_EQ(r.store->add("n", 0), 3);
   });
-  std::remove(path.c_str());
 }
 
 }  // namespace

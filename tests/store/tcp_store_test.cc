@@ -15,6 +15,7 @@
 #include "phi/core/distributed/store/tcp_store_server.h"
 #include "tests/harness/multiprocess.h"
 #include "tests/store/store_conformance.h"
+#include "tests/store/store_test_util.h"
 
 namespace paddle_like {
 namespace testing {
@@ -127,18 +128,6 @@ TEST(TCPStoreTest, GetOnMissingKeyTimesOutNamingKeyHostAndTime) {
   EXPECT_EQ(store.get_string("k"), "v");
 }
 
-uint16_t FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 TEST(TCPStoreTest, ClientRetriesUntilLateServerStarts) {
   const uint16_t port = FreePort();
   RunRanks(2, [port](const RankContext& ctx) {
@@ -205,11 +194,7 @@ TEST(TCPStoreTest, MasterWaitsForAllWorkers) {
       EXPECT_GE(std::chrono::steady_clock::now() - t0, milliseconds(400));
       EXPECT_EQ(store.add("__tcpstore_init/workers", 0), 3);
     }
-    // Keep the master alive until every worker is done with it.
-    ctx.store->add("workers-done", 1);
-    if (ctx.rank == 0) {
-      while (ctx.store->add("workers-done", 0) < 3) std::this_thread::sleep_for(milliseconds(5));
-    }
+    HostStaysUntilAllDone(ctx, "workers-done");
   });
 }
 

@@ -2,9 +2,10 @@
 
 #include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <sstream>
+
+#include "tools/common/arg_parser.h"
 
 namespace paddle_like {
 namespace bench {
@@ -45,10 +46,7 @@ const char* kUsage =
     "      --timeout_s S       group and store timeout (default 300)\n"
     "  -h, --help              this text\n";
 
-[[noreturn]] void Die(const std::string& why) {
-  std::fprintf(stderr, "comm_bench: %s\n\n%s", why.c_str(), kUsage);
-  std::exit(2);
-}
+[[noreturn]] void Die(const std::string& why) { tools::UsageError("comm_bench", kUsage, why); }
 
 long long ParseInt(const std::string& flag, const std::string& v, long long lo) {
   errno = 0;
@@ -128,29 +126,17 @@ BenchOptions ParseBenchOptions(int argc, char** argv) {
   BenchOptions o;
   std::string ops = "allreduce";
   bool ops_given = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i], flag = a, value;
-    bool have_value = false;
-    if (a.rfind("--", 0) == 0) {
-      if (auto eq = a.find('='); eq != std::string::npos) {
-        flag = a.substr(0, eq);
-        value = a.substr(eq + 1);
-        have_value = true;
-      }
-    }
-    auto next = [&]() -> std::string {
-      if (have_value) return value;
-      if (i + 1 >= argc) Die(flag + " needs a value");
-      return argv[++i];
-    };
+  tools::ArgParser args(argc, argv, "comm_bench", kUsage);
+  while (args.Next()) {
+    const std::string& flag = args.flag();
+    auto next = [&] { return args.Value(); };
     auto bytes = [&](const std::string& v) {
       int64_t b = ParseBytes(v);
       if (b < 0) Die(flag + " needs a size like 8, 4K or 64M, got '" + v + "'");
       return b;
     };
     if (flag == "-h" || flag == "--help") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
+      args.Help();
     } else if (flag == "-c" || flag == "--op") {
       ops = next();
       ops_given = true;
@@ -214,7 +200,7 @@ BenchOptions ParseBenchOptions(int argc, char** argv) {
     } else if (flag == "--timeout_s") {
       o.timeout_s = static_cast<int>(ParseInt(flag, next(), 1));
     } else {
-      Die("unknown option '" + a + "'");
+      Die("unknown option '" + args.arg() + "'");
     }
   }
   std::stringstream ss(ops);

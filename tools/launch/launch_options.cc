@@ -1,19 +1,16 @@
 #include "tools/launch/launch_options.h"
 
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
+
+#include "tools/common/arg_parser.h"
 
 namespace paddle_like {
 namespace launch {
 namespace {
 
-[[noreturn]] void Die(const std::string& why) {
-  std::fprintf(stderr, "launch: %s\n\n%s", why.c_str(), LaunchUsage());
-  std::exit(2);
-}
+[[noreturn]] void Die(const std::string& why) { tools::UsageError("launch", LaunchUsage(), why); }
 
 long ParseLong(const std::string& flag, const std::string& v, long lo, long hi) {
   errno = 0;
@@ -64,34 +61,25 @@ const char* LaunchUsage() {
 LaunchOptions ParseLaunchOptions(int argc, char** argv) {
   LaunchOptions o;
   bool have_addr = false, have_port = false;
-  int i = 1;
-  for (; i < argc; ++i) {
-    std::string a = argv[i];
+  tools::ArgParser args(argc, argv, "launch", LaunchUsage());
+  while (args.Next()) {
+    // These match the whole argument: "--help=x" and "--quiet=1" are unknown options.
+    const std::string& a = args.arg();
     if (a == "--") {
-      ++i;
+      o.command = args.Rest(/*include_current=*/false);
       break;
     }
-    if (a == "-h" || a == "--help") {
-      std::fputs(LaunchUsage(), stdout);
-      std::exit(0);
+    if (a == "-h" || a == "--help") args.Help();
+    if (a.size() < 2 || a[0] != '-') {  // the program starts here
+      o.command = args.Rest(/*include_current=*/true);
+      break;
     }
-    if (a.size() < 2 || a[0] != '-') break;  // the program starts here
     if (a == "--quiet") {
       o.quiet = true;
       continue;
     }
-    std::string flag = a, value;
-    bool have_value = false;
-    if (auto eq = a.find('='); eq != std::string::npos && a.rfind("--", 0) == 0) {
-      flag = a.substr(0, eq);
-      value = a.substr(eq + 1);
-      have_value = true;
-    }
-    auto next = [&]() -> std::string {
-      if (have_value) return value;
-      if (i + 1 >= argc) Die(flag + " needs a value");
-      return argv[++i];
-    };
+    const std::string& flag = args.flag();
+    auto next = [&] { return args.Value(); };
     if (flag == "--nproc_per_node" || flag == "--nproc-per-node") {
       o.nproc_per_node = static_cast<int>(ParseLong(flag, next(), 1, 4096));
     } else if (flag == "--nnodes") {
@@ -113,7 +101,6 @@ LaunchOptions ParseLaunchOptions(int argc, char** argv) {
       Die("unknown option '" + a + "'");
     }
   }
-  for (; i < argc; ++i) o.command.push_back(argv[i]);
   if (o.command.empty()) Die("no program to launch");
   if (o.node_rank >= o.nnodes) {
     Die("--node_rank " + std::to_string(o.node_rank) + " is not in [0, --nnodes " +

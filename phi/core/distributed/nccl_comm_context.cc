@@ -261,28 +261,27 @@ void NCCLCommContext::ReleaseOp(const NCCLReducePlan& plan, int code) {
   if (r != ncclSuccess) LOG(WARNING) << describe_ << ": ncclRedOpDestroy: " << ncclGetErrorString(r);
 }
 
-// One reduction call: the op lives exactly as long as NCCL needs it, on every path.
-#define PHI_NCCL_REDUCE_CALL(name, plan, call_with_op)           \
-  do {                                                           \
-    auto op_ = static_cast<ncclRedOp_t>(MakeOp(plan));           \
-    ncclResult_t r_;                                             \
-    {                                                            \
-      ncclRedOp_t op = op_;                                      \
-      r_ = (call_with_op);                                       \
-    }                                                            \
-    ReleaseOp(plan, op_);                                        \
-    Check(r_, name);                                             \
-  } while (0)
+template <typename Call>
+void NCCLCommContext::RunReduction(const char* op_name, const char* nccl_name, Stream* stream,
+                                   int64_t count, DataType dtype, const Reduction& reduction,
+                                   Call call) {
+  auto s = static_cast<cudaStream_t>(CudaStreamOf(stream, op_name));
+  NCCLReducePlan plan = PlanNCCLReduction(dtype, count, reduction);
+  CudaDeviceGuard guard(device_);
+  // The op is released before the result is checked, so a failed call does not leak it.
+  auto op = static_cast<ncclRedOp_t>(MakeOp(plan));
+  ncclResult_t r = call(plan.buffer, op, s);
+  ReleaseOp(plan, op);
+  Check(r, nccl_name);
+}
 
 // ------------------------------------------------------------------ primitives
 void NCCLCommContext::AllReduce(const void* send, void* recv, int64_t count, DataType dtype,
                                 const Reduction& reduction, Stream* stream) {
-  auto s = static_cast<cudaStream_t>(CudaStreamOf(stream, "AllReduce"));
-  NCCLReducePlan plan = PlanNCCLReduction(dtype, count, reduction);
-  CudaDeviceGuard guard(device_);
-  PHI_NCCL_REDUCE_CALL("ncclAllReduce", plan,
-                       ncclAllReduce(send, recv, plan.buffer.count, plan.buffer.dtype, op,
-                                     comm_, s));
+  RunReduction("AllReduce", "ncclAllReduce", stream, count, dtype, reduction,
+               [&](const NCCLBuffer& b, ncclRedOp_t op, cudaStream_t s) {
+                 return ncclAllReduce(send, recv, b.count, b.dtype, op, comm_, s);
+               });
 }
 
 void NCCLCommContext::Broadcast(const void* send, void* recv, int64_t count, DataType dtype,
@@ -297,12 +296,10 @@ void NCCLCommContext::Broadcast(const void* send, void* recv, int64_t count, Dat
 
 void NCCLCommContext::Reduce(const void* send, void* recv, int64_t count, DataType dtype,
                              const Reduction& reduction, int root, Stream* stream) {
-  auto s = static_cast<cudaStream_t>(CudaStreamOf(stream, "Reduce"));
-  NCCLReducePlan plan = PlanNCCLReduction(dtype, count, reduction);
-  CudaDeviceGuard guard(device_);
-  PHI_NCCL_REDUCE_CALL("ncclReduce", plan,
-                       ncclReduce(send, recv, plan.buffer.count, plan.buffer.dtype, op, root,
-                                  comm_, s));
+  RunReduction("Reduce", "ncclReduce", stream, count, dtype, reduction,
+               [&](const NCCLBuffer& b, ncclRedOp_t op, cudaStream_t s) {
+                 return ncclReduce(send, recv, b.count, b.dtype, op, root, comm_, s);
+               });
 }
 
 void NCCLCommContext::AllGather(const void* send, void* recv, int64_t send_count,
@@ -316,12 +313,10 @@ void NCCLCommContext::AllGather(const void* send, void* recv, int64_t send_count
 void NCCLCommContext::ReduceScatter(const void* send, void* recv, int64_t recv_count,
                                     DataType dtype, const Reduction& reduction,
                                     Stream* stream) {
-  auto s = static_cast<cudaStream_t>(CudaStreamOf(stream, "ReduceScatter"));
-  NCCLReducePlan plan = PlanNCCLReduction(dtype, recv_count, reduction);
-  CudaDeviceGuard guard(device_);
-  PHI_NCCL_REDUCE_CALL("ncclReduceScatter", plan,
-                       ncclReduceScatter(send, recv, plan.buffer.count, plan.buffer.dtype, op,
-                                         comm_, s));
+  RunReduction("ReduceScatter", "ncclReduceScatter", stream, recv_count, dtype, reduction,
+               [&](const NCCLBuffer& b, ncclRedOp_t op, cudaStream_t s) {
+                 return ncclReduceScatter(send, recv, b.count, b.dtype, op, comm_, s);
+               });
 }
 
 void NCCLCommContext::Send(const void* send, int64_t count, DataType dtype, int peer, int tag,

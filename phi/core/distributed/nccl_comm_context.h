@@ -105,6 +105,12 @@ class NCCLCommContext : public CommContext {
   // at the outermost GroupEnd).
   int MakeOp(const NCCLReducePlan& plan);  // an ncclRedOp_t
   void ReleaseOp(const NCCLReducePlan& plan, int op);
+  // The body AllReduce, Reduce and ReduceScatter share: checks the stream, plans the
+  // reduction of `count` elements and, on this device, runs `call(buffer, op, cuda_stream)`
+  // with the op alive exactly as long as NCCL needs it. Defined in the .cc, its only user.
+  template <typename Call>
+  void RunReduction(const char* op_name, const char* nccl_name, Stream* stream, int64_t count,
+                    DataType dtype, const Reduction& reduction, Call call);
 
   ncclComm_t comm_ = nullptr;
   int gid_;

@@ -61,6 +61,30 @@ bool Fail(std::string* error, const std::string& why) {
   return false;
 }
 
+// Reads `num` length-prefixed entries (the keys or the values of a frame) into `out`. Each
+// length is checked against `max_len` and against what is left of the payload before its
+// bytes are touched; errors name the entry as `what` ("key", "value").
+template <typename Entry>
+bool ReadEntries(Reader* r, uint32_t num, const std::string& what, size_t max_len,
+                 std::vector<Entry>* out, std::string* error) {
+  out->reserve(num);
+  for (uint32_t i = 0; i < num; ++i) {
+    uint32_t len = 0;
+    if (!r->U32(&len)) return Fail(error, "truncated " + what + " length");
+    if (len > max_len) {
+      return Fail(error, what + " of " + std::to_string(len) + " bytes exceeds the limit of " +
+                             std::to_string(max_len));
+    }
+    const uint8_t* b = r->Bytes(len);
+    if (!b) return Fail(error, what + " runs past the end of the frame");
+    // std::string (keys) and std::vector<uint8_t> (values) both build from a range of
+    // their own element type.
+    const auto* first = reinterpret_cast<const typename Entry::value_type*>(b);
+    out->emplace_back(first, first + len);
+  }
+  return true;
+}
+
 }  // namespace
 
 const char* CommandName(uint8_t type) {
@@ -114,24 +138,8 @@ ParseStatus ParseFrame(const uint8_t* data, size_t size, Frame* frame, size_t* c
     Fail(error, "key count " + std::to_string(num) + " does not fit in the payload");
     return ParseStatus::kMalformed;
   }
-  f.keys.reserve(num);
-  for (uint32_t i = 0; i < num; ++i) {
-    uint32_t len = 0;
-    if (!r.U32(&len)) {
-      Fail(error, "truncated key length");
-      return ParseStatus::kMalformed;
-    }
-    if (len > kMaxKeyBytes) {
-      Fail(error, "key of " + std::to_string(len) + " bytes exceeds the limit of " +
-                      std::to_string(kMaxKeyBytes));
-      return ParseStatus::kMalformed;
-    }
-    const uint8_t* b = r.Bytes(len);
-    if (!b) {
-      Fail(error, "key runs past the end of the frame");
-      return ParseStatus::kMalformed;
-    }
-    f.keys.emplace_back(reinterpret_cast<const char*>(b), len);
+  if (!ReadEntries(&r, num, "key", kMaxKeyBytes, &f.keys, error)) {
+    return ParseStatus::kMalformed;
   }
   if (!r.U32(&num)) {
     Fail(error, "truncated value count");
@@ -141,24 +149,8 @@ ParseStatus ParseFrame(const uint8_t* data, size_t size, Frame* frame, size_t* c
     Fail(error, "value count " + std::to_string(num) + " is over the limit or the payload");
     return ParseStatus::kMalformed;
   }
-  f.values.reserve(num);
-  for (uint32_t i = 0; i < num; ++i) {
-    uint32_t len = 0;
-    if (!r.U32(&len)) {
-      Fail(error, "truncated value length");
-      return ParseStatus::kMalformed;
-    }
-    if (len > kMaxValueBytes) {
-      Fail(error, "value of " + std::to_string(len) + " bytes exceeds the limit of " +
-                      std::to_string(kMaxValueBytes));
-      return ParseStatus::kMalformed;
-    }
-    const uint8_t* b = r.Bytes(len);
-    if (!b) {
-      Fail(error, "value runs past the end of the frame");
-      return ParseStatus::kMalformed;
-    }
-    f.values.emplace_back(b, b + len);
+  if (!ReadEntries(&r, num, "value", kMaxValueBytes, &f.values, error)) {
+    return ParseStatus::kMalformed;
   }
   if (r.left() != 0) {
     Fail(error, std::to_string(r.left()) + " trailing bytes after the last value");
