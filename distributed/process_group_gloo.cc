@@ -13,7 +13,18 @@ using phi::distributed::CommContextManager;
 ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<phi::distributed::Store> store, int rank,
                                    int size, int gid, std::chrono::milliseconds timeout)
     : ProcessGroupWithStream(std::move(store), rank, size, gid, timeout) {
-  if (FLAGS_eager_communication_connection) GetOrCreateCommContext(phi::CPUPlace());
+  // Eager: every pair connects now, so creation waits (at most the group's timeout) for all
+  // ranks and names the missing ones. Otherwise pairs connect when an op first needs them.
+  if (FLAGS_eager_communication_connection) {
+    try {
+      GetOrCreateCommContext(phi::CPUPlace())->ConnectAll();
+    } catch (...) {
+      // No destructor runs for a half-built group: drop its communicator here, or a later
+      // group with this gid would find it.
+      CommContextManager::Instance().Erase(CommContextManager::KeyOf(GetGid()));
+      throw;
+    }
+  }
 }
 
 ProcessGroupGloo::~ProcessGroupGloo() {

@@ -351,6 +351,22 @@ TEST(GlooFaultMatrix, GroupCreationBoundedByTheGroupTimeoutNamingMissingRanks) {
   });
 }
 
+TEST(GlooFaultMatrix, EagerCreationWaitsAtMostTheGroupTimeoutNamingMissingRanks) {
+  Matrix(3, [](const RankContext& ctx) {
+    if (ctx.rank == 0) {
+      ctx.store->wait({"others_done"}, std::chrono::seconds(30));
+      return;
+    }
+    FLAGS_eager_communication_connection = true;
+    auto start = Clock::now();
+    ExpectError<phi::TimeoutError>("eager creation", {"rank(s) 0 did not create this group"}, [&] {
+      ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 6, std::chrono::seconds(2));
+    });
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(6));
+    if (ctx.store->add("done", 1) == 2) ctx.store->set("others_done", "1");
+  });
+}
+
 // ---------------------------------------------------------------- 12. mismatch checks
 TEST(GlooFaultMatrix, MismatchChecksAfterP2PAndOnReduceOpAndRoot) {
   for (bool store_check : {false, true}) {

@@ -61,6 +61,10 @@ class CommContext {
   virtual void Recv(void* recv, int64_t count, DataType dtype, int peer, int tag,
                     Stream* stream, int* source = nullptr) = 0;
   virtual bool SupportsAnySource() const { return false; }
+  // Connects to every peer now (FLAGS_eager_communication_connection), within the
+  // communicator's timeout, naming the ranks that never come. Engines that connect when
+  // created do nothing here.
+  virtual void ConnectAll() {}
 
   virtual void GroupStart() = 0;
   virtual void GroupEnd() = 0;

@@ -60,6 +60,7 @@ class GlooCommContext : public CommContext {
             Stream*) override;
   void Recv(void* recv, int64_t count, DataType dtype, int peer, int tag, Stream*,
             int* source) override;
+  void ConnectAll() override { Call("connect", [this] { mesh_->EnsureAll(); }); }
   void GroupStart() override { ++depth_; }
   void GroupEnd() override;
   void GroupAbort() override;
