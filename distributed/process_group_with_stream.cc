@@ -1,5 +1,6 @@
 #include "distributed/process_group_with_stream.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include <glog/logging.h>
@@ -406,7 +407,12 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
     jobs->push_back(GroupJob{std::move(j.fn), j.task->state()});
     members.push_back(j.desc);
   }
-  const bool check = FLAGS_check_collective_agreement && c->place.is_cpu();
+  // Only groups with a collective are checked: those every rank calls. A group of sends and
+  // receives (batch_isend_irecv) involves its peers only, which check sizes pair by pair.
+  const bool has_collective = std::any_of(members.begin(), members.end(), [](const OpDesc& d) {
+    return !IsP2P(d.type);
+  });
+  const bool check = FLAGS_check_collective_agreement && c->place.is_cpu() && has_collective;
   AgreementRecord record = MakeGroupRecord(members);
   std::shared_ptr<TaskState> group_state = group_task->state();
   auto job = [comm, stream, jobs, group_state, group = DescribePtr(), desc, check, record,

@@ -1,5 +1,6 @@
 #include "phi/core/distributed/gloo_mesh_internal.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 
@@ -54,12 +55,20 @@ bool FindEntry(const std::vector<uint8_t>& value, int32_t want, std::vector<char
   return false;
 }
 
+// Pairs connect on comm-stream and lane threads while the program may block on the same
+// store (its own waits, another group's creation): the mesh talks to the store over a
+// connection of its own where the store has connections.
+std::shared_ptr<Store> OwnConnection(std::shared_ptr<Store> store) {
+  std::shared_ptr<Store> own = store->Clone();
+  return own ? own : store;
+}
+
 }  // namespace
 
 GlooMesh::GlooMesh(std::shared_ptr<Store> store, int rank, int size,
                    std::shared_ptr<::gloo::transport::Device> device,
                    std::chrono::milliseconds timeout, std::string describe)
-    : store_(std::move(store)),
+    : store_(OwnConnection(std::move(store))),
       rank_(rank),
       size_(size),
       timeout_(timeout),
@@ -83,6 +92,23 @@ GlooMesh::~GlooMesh() = default;
 
 std::string GlooMesh::AddrKey(int rank) const { return "addr/" + std::to_string(rank); }
 
+void GlooMesh::WaitKeys(const std::vector<std::string>& keys) {
+  // In short slices: lanes of this mesh share its connection, and one lane waiting for a
+  // slow peer must not hold up another lane's lookup of a peer that is already there.
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    try {
+      store_->wait(keys, std::max(std::chrono::milliseconds(1),
+                                  std::min(left, std::chrono::milliseconds(50))));
+      return;
+    } catch (const TimeoutError&) {
+      if (std::chrono::steady_clock::now() >= deadline) throw;
+    }
+  }
+}
+
 void GlooMesh::EnsurePeer(int peer) {
   std::lock_guard<std::mutex> lk(*peer_mu_[static_cast<size_t>(peer)]);
   if (!connected_[static_cast<size_t>(peer)]) ConnectLocked(peer);
@@ -97,8 +123,8 @@ void GlooMesh::EnsureAll() {
   }
   if (!keys.empty()) {
     try {
-      store_->wait(keys, timeout_);
-    } catch (const TimeoutError& e) {
+      WaitKeys(keys);
+    } catch (const TimeoutError&) {
       std::string missing;
       for (int r = 0; r < size_; ++r) {
         if (r != rank_ && !store_->check({AddrKey(r)})) {
@@ -107,9 +133,8 @@ void GlooMesh::EnsureAll() {
       }
       PADDLE_THROW(errors::Timeout(
           "%s: rank(s) %s did not create this group within the group's timeout of %lld ms "
-          "(they died, hang, or never create it). Store said: %s",
-          describe_.c_str(), missing.c_str(), static_cast<long long>(timeout_.count()),
-          e.what()));
+          "(they died, hang, or never create it).",
+          describe_.c_str(), missing.c_str(), static_cast<long long>(timeout_.count())));
     }
   }
   for (int r = 0; r < size_; ++r) {
@@ -120,12 +145,12 @@ void GlooMesh::EnsureAll() {
 
 void GlooMesh::ConnectLocked(int peer) {
   try {
-    store_->wait({AddrKey(peer)}, timeout_);
-  } catch (const TimeoutError& e) {
+    WaitKeys({AddrKey(peer)});
+  } catch (const TimeoutError&) {
     PADDLE_THROW(errors::Timeout(
         "%s: rank %d did not create this group within the group's timeout of %lld ms (it "
-        "died, hangs, or never creates it). Store said: %s",
-        describe_.c_str(), peer, static_cast<long long>(timeout_.count()), e.what()));
+        "died, hangs, or never creates it).",
+        describe_.c_str(), peer, static_cast<long long>(timeout_.count())));
   }
   std::vector<char> bytes;
   PADDLE_ENFORCE(FindEntry(store_->get(AddrKey(peer)), rank_, &bytes),

@@ -55,6 +55,8 @@ class GlooMesh {
 
  private:
   std::string AddrKey(int rank) const;
+  // store_->wait within the timeout, in slices (see the .cc).
+  void WaitKeys(const std::vector<std::string>& keys);
   void ConnectLocked(int peer);  // holds peer_mu_[peer]
 
   std::shared_ptr<Store> store_;

@@ -53,5 +53,10 @@ void PrefixStore::set_timeout(std::chrono::milliseconds timeout) {
   store_->set_timeout(timeout);
 }
 
+std::shared_ptr<Store> PrefixStore::Clone() {
+  std::shared_ptr<Store> base = store_->Clone();
+  return base ? std::make_shared<PrefixStore>(prefix_, std::move(base)) : nullptr;
+}
+
 }  // namespace distributed
 }  // namespace phi

@@ -34,6 +34,9 @@ class PrefixStore : public Store {
   // Also sets the wrapped store's timeout, which is the one its get() honours.
   void set_timeout(std::chrono::milliseconds timeout) override;
 
+  // The same prefix over a clone of the underlying store (nullptr when it has none).
+  std::shared_ptr<Store> Clone() override;
+
   const std::string& prefix() const { return prefix_; }
   const std::shared_ptr<Store>& underlying() const { return store_; }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -42,6 +43,12 @@ class Store {
   virtual std::vector<std::vector<uint8_t>> multi_get(const std::vector<std::string>& keys) = 0;
   virtual void multi_set(const std::vector<std::string>& keys,
                          const std::vector<std::vector<uint8_t>>& values) = 0;
+
+  // A store on the same keys with a connection of its own (c10d's clone()), for a
+  // background thread whose waits must not queue behind other users' requests (a client
+  // serializes requests on its connection), nor hold theirs up. nullptr when this store has
+  // no connection to duplicate (in-process and file stores): share this one then.
+  virtual std::shared_ptr<Store> Clone() { return nullptr; }
 
   virtual void set_timeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
   std::chrono::milliseconds timeout() const { return timeout_; }

@@ -75,6 +75,16 @@ TCPStore::TCPStore(const TCPStoreOptions& o)
   if (o.world_size > 0) WaitForWorkers(o.world_size);
 }
 
+std::shared_ptr<Store> TCPStore::Clone() {
+  TCPStoreOptions o;
+  o.host = host_;
+  o.port = port_;
+  o.timeout = timeout_;
+  o.token_from_env = false;
+  o.token = token_;
+  return std::make_shared<TCPStore>(o);
+}
+
 TCPStore::~TCPStore() {
   CloseSocket();
   server_.reset();  // the master's server goes last: the other ranks may still be talking

@@ -63,6 +63,9 @@ class TCPStore : public Store {
   void multi_set(const std::vector<std::string>& keys,
                  const std::vector<std::vector<uint8_t>>& values) override;
 
+  // A new client connection to the same server (never a server of its own).
+  std::shared_ptr<Store> Clone() override;
+
   const std::string& host() const { return host_; }
   // The server's port (the one it picked when constructed with port 0 as master).
   uint16_t port() const { return port_; }
