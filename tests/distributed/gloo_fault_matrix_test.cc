@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <thread>
 
 #include "distributed/process_group_gloo.h"
 #include "phi/core/flags.h"
@@ -364,6 +365,25 @@ TEST(GlooFaultMatrix, EagerCreationWaitsAtMostTheGroupTimeoutNamingMissingRanks)
     });
     EXPECT_LT(Clock::now() - start, std::chrono::seconds(6));
     if (ctx.store->add("done", 1) == 2) ctx.store->set("others_done", "1");
+  });
+}
+
+// Pairs connect on the comm stream, so the program may be blocked on the very store client
+// a connect needs (found by the fuzz test: a sync op's wait on one group held the shared
+// client while another group's async op tried to connect). The mesh has its own connection.
+TEST(GlooFaultMatrix, BackgroundConnectsDoNotQueueBehindTheProgramsStoreWaits) {
+  Matrix(3, [](const RankContext& ctx) {
+    ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 12, std::chrono::seconds(10));
+    DenseTensor t = Filled(DataType::FLOAT32, 4, 1.0);
+    if (ctx.rank != 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    auto task = pg.AllReduce(&t, t, {}, /*sync_op=*/false);  // connects on the comm stream
+    if (ctx.rank == 1) {
+      ctx.store->wait({"done"}, std::chrono::seconds(20));  // blocks the shared client
+    } else if (task->Wait(), ctx.store->add("finished", 1) == 2) {
+      ctx.store->set("done", "1");
+    }
+    task->Wait();
+    ExpectClose(t, std::vector<Val>(4, Val{3, 0}), "all-reduce that connected in the background");
   });
 }
 
