@@ -45,7 +45,7 @@ void CheckAgreement(phi::distributed::CommContext* comm, phi::Stream* stream,
 // all-gather of a fixed-size slot per rank (so it can never mismatch), and every rank
 // reduces the gathered payloads itself, in rank order, so all get the same bits. One
 // exchange instead of a check plus an all-reduce.
-constexpr size_t kFusedPayloadBytes = 256;
+constexpr size_t kFusedPayloadBytes = 4096;
 bool FitsFusedAllReduce(int64_t count, phi::DataType dtype);
 void FusedSmallAllReduce(phi::distributed::CommContext* comm, phi::Stream* stream,
                          const AgreementRecord& mine, const void* send, void* recv,
