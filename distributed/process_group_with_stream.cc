@@ -191,6 +191,13 @@ std::function<void()> MakeJob(CommContext* comm, phi::Stream* stream,
 
 phi::Stream* ProcessGroupWithStream::P2PLaneLocked(const OpDesc& desc) {
   auto key = std::make_tuple(desc.peer, desc.tag, static_cast<int>(desc.type));
+  if (p2p_lanes_.size() >= kMaxIdleP2PLanes && p2p_lanes_.count(key) == 0) {
+    // A lane is a thread, and programs may use a new tag per step: past the bound, idle
+    // lanes are retired (their thread ends; events recorded on them stay valid).
+    for (auto it = p2p_lanes_.begin(); it != p2p_lanes_.end();) {
+      it = it->second->Query() ? p2p_lanes_.erase(it) : std::next(it);
+    }
+  }
   auto& lane = p2p_lanes_[key];
   if (!lane) {
     lane = std::make_unique<phi::CpuWorkerStream>(

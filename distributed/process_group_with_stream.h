@@ -145,6 +145,7 @@ class ProcessGroupWithStream : public ProcessGroup {
   // Each place's comm stream (as a DeviceContext), created on first use.
   mutable std::map<phi::Place, std::unique_ptr<phi::DeviceContext>> comm_stream_contexts_;
   std::map<std::tuple<int, int, int>, std::unique_ptr<phi::Stream>> p2p_lanes_;
+  static constexpr size_t kMaxIdleP2PLanes = 32;  // more only while all of them are busy
   // Ends of lane ops that the next op on the comm or calc stream must wait for.
   std::vector<std::shared_ptr<phi::Event>> pending_p2p_;
   int64_t local_failures_ = 0;  // serial of this rank's failure notices

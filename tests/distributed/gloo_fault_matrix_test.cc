@@ -7,7 +7,9 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <thread>
 
@@ -113,6 +115,35 @@ TEST(GlooFaultMatrix, ReceivesMatchByTagInAnyOrder) {
       }
     }
     ExpectGroupWorks(&pg, 2, "out-of-order tags");
+  });
+}
+
+int ThreadCount() {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+    (void)e;
+    ++n;
+  }
+  return n;
+}
+
+// A lane is a thread: a program that uses a new tag per step must not grow threads without
+// bound.
+TEST(GlooFaultMatrix, ANewTagPerStepKeepsTheThreadCountBounded) {
+  Matrix(2, [](const RankContext& ctx) {
+    ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, std::chrono::seconds(10));
+    int peak = 0;
+    for (int step = 0; step < 200; ++step) {
+      DenseTensor t = Filled(DataType::INT32, 3, ctx.rank == 0 ? step : -1);
+      if (ctx.rank == 0) {
+        pg.Send(t, 1, 0, -1, false, false, {step})->Wait();
+      } else {
+        pg.Recv(&t, 0, 0, -1, false, false, {step})->Wait();
+        ASSERT_EQ(t.data<int32_t>()[2], step);
+      }
+      peak = std::max(peak, ThreadCount());
+    }
+    EXPECT_LT(peak, 60) << "lanes were never retired";
   });
 }
 
