@@ -1,5 +1,7 @@
 #include "distributed/process_group.h"
 
+#include "phi/core/errors.h"
+
 namespace paddle_like {
 namespace distributed {
 
@@ -10,6 +12,12 @@ ProcessGroupIdMap& ProcessGroupIdMap::GetInstance() {
 
 void ProcessGroupIdMap::Insert(int gid, std::shared_ptr<ProcessGroup> group) {
   std::lock_guard<std::mutex> lk(mu_);
+  auto it = groups_.find(gid);
+  PADDLE_ENFORCE(it == groups_.end(),
+                 phi::errors::PreconditionNotMet(
+                     "Group id %d is already taken by a %s process group; erase it first "
+                     "(ProcessGroupIdMap::Erase) or use another id.",
+                     gid, it == groups_.end() ? "" : it->second->GetBackendName().c_str()));
   groups_[gid] = std::move(group);
 }
 

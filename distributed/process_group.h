@@ -26,7 +26,9 @@ using phi::DenseTensor;
 
 class ProcessGroup {
  public:
-  static constexpr std::chrono::milliseconds kWaitTimeout = std::chrono::minutes(30);
+  // "Not given": a wait, a group or a backend factory then uses the group's timeout (for a
+  // group: FLAGS_default_group_timeout_s). One sentinel for every backend.
+  static constexpr std::chrono::milliseconds kUnsetTimeout = std::chrono::milliseconds(-1);
 
   class Task {
    public:
@@ -36,11 +38,12 @@ class ProcessGroup {
 
     // True when the op has finished (successfully or not); never blocks.
     virtual bool IsCompleted() { return true; }
-    // Orders the calc stream after the op; the host also waits (until `timeout`, then
-    // phi::TimeoutError naming group, sequence number, op and sizes) when blocking wait is
-    // on or the calc stream is the host. Rethrows the op's error. Returns true on success.
-    virtual bool Wait(std::chrono::milliseconds timeout = kWaitTimeout) { return true; }
-    // The host waits for the op, whatever the flags.
+    // Orders the calc stream after the op; the host also waits (until `timeout`, by default
+    // the group's timeout, then phi::TimeoutError naming group, sequence number, op and
+    // sizes) when blocking wait is on or the calc stream is the host. Rethrows the op's
+    // error. Returns true on success.
+    virtual bool Wait(std::chrono::milliseconds timeout = kUnsetTimeout) { return true; }
+    // The host waits for the op (at most the group's timeout), whatever the flags.
     virtual void Synchronize() {}
     // Rank that a receive-from-any-source got its message from (after Wait).
     virtual int source_rank() const { return -1; }

@@ -21,7 +21,7 @@ ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<phi::distributed::Store> stor
     } catch (...) {
       // No destructor runs for a half-built group: drop its communicator here, or a later
       // group with this gid would find it.
-      CommContextManager::Instance().Erase(CommContextManager::KeyOf(GetGid()));
+      CommContextManager::Instance().Erase(CommContextManager::KeyOf("gloo", GetGid()), this);
       throw;
     }
   }
@@ -30,7 +30,7 @@ ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<phi::distributed::Store> stor
 ProcessGroupGloo::~ProcessGroupGloo() {
   // Jobs still queued use the communicator: let them finish before it goes.
   ShutdownStreams();
-  CommContextManager::Instance().Erase(CommContextManager::KeyOf(GetGid()));
+  CommContextManager::Instance().Erase(CommContextManager::KeyOf("gloo", GetGid()), this);
 }
 
 std::shared_ptr<ProcessGroupGloo> ProcessGroupGloo::CreateProcessGroupGloo(
@@ -43,7 +43,7 @@ std::shared_ptr<ProcessGroupGloo> ProcessGroupGloo::CreateProcessGroupGloo(
 
 phi::distributed::CommContext* ProcessGroupGloo::GetOrCreateCommContext(const phi::Place&) {
   return CommContextManager::Instance().GetOrCreate(
-      CommContextManager::KeyOf(GetGid()), [this] {
+      CommContextManager::KeyOf("gloo", GetGid()), this, GetRank(), GetSize(), [this] {
         phi::distributed::GlooOptions options;
         options.timeout = timeout();
         return phi::distributed::CreateGlooCommContext(store(), GetGid(), GetRank(), GetSize(),

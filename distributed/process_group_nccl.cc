@@ -39,16 +39,15 @@ ProcessGroupNCCL::ProcessGroupNCCL(std::shared_ptr<phi::distributed::Store> stor
   PADDLE_ENFORCE_LT(place_.GetDeviceId(), phi::GetGPUDeviceCount(),
                     phi::errors::Unavailable("%s: gpu:%d is not visible.", Describe().c_str(),
                                              place_.GetDeviceId()));
-  if (options_.timeout == phi::distributed::NCCLCommOptions().timeout) {
-    options_.timeout = this->timeout();
-  }
+  // Unset (the default): the group's timeout, resolved once for every backend.
+  if (options_.timeout <= std::chrono::milliseconds::zero()) options_.timeout = this->timeout();
   if (FLAGS_eager_communication_connection) GetOrCreateCommContext(place_);
 }
 
 ProcessGroupNCCL::~ProcessGroupNCCL() {
   // Work queued on the comm streams uses the communicator: finish it first.
   ShutdownStreams();
-  CommContextManager::Instance().Erase(CommContextManager::KeyOf(GetGid()));
+  CommContextManager::Instance().Erase(CommContextManager::KeyOf("nccl", GetGid()), this);
 }
 
 std::shared_ptr<ProcessGroupNCCL> ProcessGroupNCCL::CreateProcessGroupNCCL(
@@ -61,12 +60,16 @@ std::shared_ptr<ProcessGroupNCCL> ProcessGroupNCCL::CreateProcessGroupNCCL(
 }
 
 NCCLCommContext* ProcessGroupNCCL::GetCommContext() {
-  return static_cast<NCCLCommContext*>(GetOrCreateCommContext(place_));
+  auto* comm = dynamic_cast<NCCLCommContext*>(GetOrCreateCommContext(place_));
+  PADDLE_ENFORCE_NOT_NULL(comm, phi::errors::PreconditionNotMet(
+                                    "%s: its communicator is not an NCCL one.",
+                                    Describe().c_str()));
+  return comm;
 }
 
 phi::distributed::CommContext* ProcessGroupNCCL::GetOrCreateCommContext(const phi::Place&) {
   return CommContextManager::Instance().GetOrCreate(
-      CommContextManager::KeyOf(GetGid()), [this] {
+      CommContextManager::KeyOf("nccl", GetGid()), this, GetRank(), GetSize(), [this] {
         return NCCLCommContext::Create(store(), GetGid(), GetRank(), GetSize(),
                                        place_.GetDeviceId(), options_);
       });

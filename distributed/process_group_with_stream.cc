@@ -155,7 +155,7 @@ static std::shared_ptr<phi::Event> LaunchJob(phi::Stream* stream, std::function<
 std::shared_ptr<StreamTask> ProcessGroupWithStream::NewTask(const OpDesc& desc, bool sync_op,
                                                             phi::Stream* calc) {
   auto task = std::make_shared<StreamTask>(GetRank(), desc, sync_op, DescribePtr(), calc,
-                                           BlockingWait(),
+                                           BlockingWait(), timeout_,
                                            [recorder = recorder_] { return recorder->Dump(); });
   recorder_->Record(desc, task->state());
   return task;
@@ -386,7 +386,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
   if (c->jobs.empty()) {  // nothing to issue: a task that is already complete
     phi::Stream* host = phi::DeviceContextPool::Instance().Get(phi::CPUPlace())->stream();
     auto done = std::make_shared<StreamTask>(GetRank(), desc, false, DescribePtr(), host, false,
-                                             nullptr);
+                                             timeout_, nullptr);
     done->Issue(std::shared_ptr<phi::Event>(host->CreateEvent()), host, {});
     return done;
   }

@@ -49,12 +49,14 @@ void TaskState::MarkFinished(TaskStatus s) {
 StreamTask::StreamTask(int rank, OpDesc desc, bool sync_op,
                        std::shared_ptr<const std::string> group_desc,
                        phi::Stream* calc_stream, bool blocking_wait,
+                       std::chrono::milliseconds timeout,
                        std::function<std::string()> recent_ops)
     : Task(rank, desc.type, sync_op),
       desc_(std::move(desc)),
       group_desc_(std::move(group_desc)),
       calc_stream_(calc_stream),
       blocking_wait_(blocking_wait),
+      timeout_(timeout),
       recent_ops_(std::move(recent_ops)) {}
 
 void StreamTask::Issue(std::shared_ptr<phi::Event> end_event, phi::Stream* stream,
@@ -106,7 +108,7 @@ void StreamTask::HostWait(std::chrono::milliseconds timeout) {
 
 bool StreamTask::Wait(std::chrono::milliseconds timeout) {
   CheckIssued();
-  if (timeout <= std::chrono::milliseconds::zero()) timeout = ProcessGroup::kWaitTimeout;
+  if (timeout <= std::chrono::milliseconds::zero()) timeout = timeout_;
   if (blocking_wait_ || calc_stream_->IsHostStream()) {
     HostWait(timeout);
   } else {
@@ -119,7 +121,7 @@ bool StreamTask::Wait(std::chrono::milliseconds timeout) {
 
 void StreamTask::Synchronize() {
   CheckIssued();
-  HostWait(ProcessGroup::kWaitTimeout);
+  HostWait(timeout_);
   RethrowIfFailed();
   EraseOwnRecords();
 }

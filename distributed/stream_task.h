@@ -59,8 +59,9 @@ struct TaskState {
 
 class StreamTask : public ProcessGroup::Task {
  public:
+  // `timeout`: the group's, used by Wait() without one and by Synchronize().
   StreamTask(int rank, OpDesc desc, bool sync_op, std::shared_ptr<const std::string> group_desc,
-             phi::Stream* calc_stream, bool blocking_wait,
+             phi::Stream* calc_stream, bool blocking_wait, std::chrono::milliseconds timeout,
              std::function<std::string()> recent_ops);
 
   // Called once the op is on the stream: the end event (shared by the tasks of one
@@ -69,7 +70,7 @@ class StreamTask : public ProcessGroup::Task {
              const std::vector<std::shared_ptr<phi::Allocation>>& holders);
 
   bool IsCompleted() override;
-  bool Wait(std::chrono::milliseconds timeout = ProcessGroup::kWaitTimeout) override;
+  bool Wait(std::chrono::milliseconds timeout = ProcessGroup::kUnsetTimeout) override;
   void Synchronize() override;
   int source_rank() const override { return state_->source_rank; }
 
@@ -91,6 +92,7 @@ class StreamTask : public ProcessGroup::Task {
   std::shared_ptr<const std::string> group_desc_;
   phi::Stream* calc_stream_;
   bool blocking_wait_;
+  std::chrono::milliseconds timeout_;
   std::function<std::string()> recent_ops_;
   std::shared_ptr<TaskState> state_ = std::make_shared<TaskState>();
   std::shared_ptr<phi::Event> end_event_;

@@ -11,12 +11,27 @@ CommContextManager& CommContextManager::Instance() {
 }
 
 CommContext* CommContextManager::GetOrCreate(
-    const std::string& key, const std::function<std::unique_ptr<CommContext>()>& create) {
+    const std::string& key, const void* owner, int rank, int size,
+    const std::function<std::unique_ptr<CommContext>()>& create) {
+  auto check = [&](const Entry& e) {
+    PADDLE_ENFORCE(e.comm->GetRank() == rank && e.comm->GetSize() == size,
+                   errors::PreconditionNotMet(
+                       "The communicator '%s' is rank %d of %d, but the group asks for rank "
+                       "%d of %d.",
+                       key.c_str(), e.comm->GetRank(), e.comm->GetSize(), rank, size));
+    PADDLE_ENFORCE(e.owner == owner,
+                   errors::PreconditionNotMet(
+                       "The communicator '%s' belongs to another live process group: two "
+                       "groups of one backend cannot share a group id. Destroy that group "
+                       "first, or use another gid.",
+                       key.c_str()));
+    return e.comm.get();
+  };
   std::shared_ptr<std::once_flag> once;
   {
     std::lock_guard<std::mutex> lk(mu_);
     auto it = contexts_.find(key);
-    if (it != contexts_.end()) return it->second.get();
+    if (it != contexts_.end()) return check(it->second);
     auto& slot = creating_[key];
     if (!slot) slot = std::make_shared<std::once_flag>();
     once = slot;
@@ -27,32 +42,33 @@ CommContext* CommContextManager::GetOrCreate(
     PADDLE_ENFORCE_NOT_NULL(comm, errors::External("Creating communicator '%s' returned null",
                                                    key.c_str()));
     std::lock_guard<std::mutex> lk(mu_);
-    contexts_[key] = std::move(comm);
+    contexts_[key] = Entry{std::move(comm), owner};
   });
   std::lock_guard<std::mutex> lk(mu_);
-  return contexts_.at(key).get();
+  return check(contexts_.at(key));
 }
 
 CommContext* CommContextManager::Get(const std::string& key) const {
   std::lock_guard<std::mutex> lk(mu_);
   auto it = contexts_.find(key);
-  return it == contexts_.end() ? nullptr : it->second.get();
+  return it == contexts_.end() ? nullptr : it->second.comm.get();
 }
 
 bool CommContextManager::Has(const std::string& key) const { return Get(key) != nullptr; }
 
 void CommContextManager::Set(const std::string& key, std::unique_ptr<CommContext> comm) {
   std::lock_guard<std::mutex> lk(mu_);
-  contexts_[key] = std::move(comm);
+  contexts_[key] = Entry{std::move(comm), nullptr};
 }
 
-void CommContextManager::Erase(const std::string& key) {
+void CommContextManager::Erase(const std::string& key, const void* owner) {
   std::unique_ptr<CommContext> doomed;
   {
     std::lock_guard<std::mutex> lk(mu_);
     auto it = contexts_.find(key);
     if (it == contexts_.end()) return;
-    doomed = std::move(it->second);
+    if (owner != nullptr && it->second.owner != owner) return;  // another group's
+    doomed = std::move(it->second.comm);
     contexts_.erase(it);
     creating_.erase(key);
   }

@@ -51,6 +51,12 @@ int NextGeneration(int gid) {
 
 // Polls a non-blocking communicator until its state leaves ncclInProgress. Returns the
 // final state; on the deadline aborts the communicator and raises TimeoutError.
+// An unset timeout (<= 0) with no group to take one from: 30 minutes.
+NCCLCommOptions WithTimeout(NCCLCommOptions o) {
+  if (o.timeout <= std::chrono::milliseconds::zero()) o.timeout = std::chrono::minutes(30);
+  return o;
+}
+
 ncclResult_t PollComm(ncclComm_t comm, std::chrono::milliseconds timeout, const char* what,
                       const std::string& context) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -81,7 +87,8 @@ std::string DescribeComm(int gid, int rank, int size, int device) {
 std::unique_ptr<NCCLCommContext> NCCLCommContext::Create(const std::shared_ptr<Store>& store,
                                                          int gid, int rank, int size,
                                                          int device,
-                                                         const NCCLCommOptions& options) {
+                                                         const NCCLCommOptions& given) {
+  const NCCLCommOptions options = WithTimeout(given);
   const std::string context = DescribeComm(gid, rank, size, device);
   PADDLE_ENFORCE_NOT_NULL(store, errors::InvalidArgument("%s: no store to exchange the NCCL "
                                                          "unique id through.",
@@ -153,7 +160,7 @@ NCCLCommContext::NCCLCommContext(ncclComm_t comm, int gid, int rank, int size, i
       comm_(comm),
       gid_(gid),
       device_(device),
-      options_(options),
+      options_(WithTimeout(options)),
       describe_(DescribeComm(gid, rank, size, device)) {}
 
 NCCLCommContext::~NCCLCommContext() {

@@ -35,7 +35,9 @@ struct NCCLCommOptions {
   int max_ctas = -1;
   std::string net_name;   // empty: NCCL's choice
   std::string comm_name;  // empty: "paddle_like-g<gid>"
-  std::chrono::milliseconds timeout = std::chrono::minutes(30);
+  // <= 0 (the default): unset. A process group uses its own timeout; Create() alone uses
+  // 30 minutes.
+  std::chrono::milliseconds timeout = std::chrono::milliseconds(-1);
 };
 
 class NCCLCommContext : public CommContext {
