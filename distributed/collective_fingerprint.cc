@@ -43,6 +43,7 @@ std::string CollectiveFingerprintChecker::Fingerprint(const OpDesc& d, uint64_t 
 
 void CollectiveFingerprintChecker::Check(const OpDesc& desc, const std::string& group_desc) {
   if (desc.type == CommType::SEND || desc.type == CommType::RECV || size_ == 1) return;
+  std::lock_guard<std::mutex> lk(mu_);
   // Collectives are counted apart from the group's sequence numbers: point-to-point ops
   // take sequence numbers on their pair only.
   const uint64_t n = ++collectives_;

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "distributed/stream_task.h"
@@ -20,8 +21,9 @@ class CollectiveFingerprintChecker {
  public:
   CollectiveFingerprintChecker(std::shared_ptr<phi::distributed::Store> store, int gid, int rank,
                                int size, std::chrono::milliseconds timeout);
-  // Compares `desc` with the same sequence number on every rank. P2P ops are not compared
-  // (their peers legitimately differ).
+  // Compares `desc` with the same collective number on every rank. P2P ops are not
+  // compared (their peers legitimately differ). Thread-safe: concurrent calls take distinct
+  // numbers, one check at a time.
   void Check(const OpDesc& desc, const std::string& group_desc);
 
   // The part of an op that must agree across ranks.
@@ -32,6 +34,7 @@ class CollectiveFingerprintChecker {
   std::shared_ptr<phi::distributed::Store> store_;
   int gid_, rank_, size_;
   std::chrono::milliseconds timeout_;
+  std::mutex mu_;              // one check at a time; guards the counters
   uint64_t collectives_ = 0;  // collectives checked so far
   uint64_t last_checked_ = 0;
 };

@@ -244,12 +244,18 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
   CheckPlace(place);
   const bool p2p = IsP2P(desc.type);
   if (checker_ && !p2p && !desc.local_failure) {
-    // Before the communicator exists, so a missing rank is named here.
-    std::lock_guard<std::mutex> lk(mu_);
-    if (!coalescing_) {
+    // Before the communicator exists, so a missing rank is named here. Not under mu_: the
+    // check is a store round trip, and the checker serializes itself.
+    bool coalescing;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      coalescing = coalescing_ != nullptr;
+    }
+    if (!coalescing) {
       try {
         checker_->Check(desc, Describe());
       } catch (...) {
+        std::lock_guard<std::mutex> lk(mu_);
         checker_raised_ = true;  // every rank raises it: no failure notice (Guarded)
         throw;
       }
