@@ -20,7 +20,7 @@ class ProcessGroupGloo : public ProcessGroupWithStream {
   // is FLAGS_default_group_timeout_s.
   static std::shared_ptr<ProcessGroupGloo> CreateProcessGroupGloo(
       std::shared_ptr<phi::distributed::Store> store, int rank, int size, int gid,
-      std::chrono::milliseconds timeout = std::chrono::milliseconds::zero());
+      std::chrono::milliseconds timeout = kUnsetTimeout);
 
   std::string GetBackendName() const override { return "Gloo"; }
 

@@ -26,7 +26,7 @@ class ProcessGroupNCCL : public ProcessGroupWithStream {
   // Creates the group and registers it in ProcessGroupIdMap under gid.
   static std::shared_ptr<ProcessGroupNCCL> CreateProcessGroupNCCL(
       std::shared_ptr<phi::distributed::Store> store, int rank, int size, int gid,
-      std::chrono::milliseconds timeout = std::chrono::minutes(30), int device = -1,
+      std::chrono::milliseconds timeout = kUnsetTimeout, int device = -1,
       phi::distributed::NCCLCommOptions options = {});
 
   std::string GetBackendName() const override { return "NCCL"; }

@@ -1,0 +1,108 @@
+#include "distributed/backend_registry.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "distributed/process_group_gloo.h"
+#include "phi/core/errors.h"
+#ifdef PADDLE_WITH_NCCL
+#include "distributed/process_group_nccl.h"
+#endif
+
+namespace paddle_like {
+namespace distributed {
+namespace {
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+}  // namespace
+
+BackendRegistry& BackendRegistry::Instance() {
+  static auto* registry = new BackendRegistry();  // outlives static destructors
+  return *registry;
+}
+
+// The one place that knows which backends this build has.
+BackendRegistry::BackendRegistry() {
+  Register("gloo",
+           [](const BackendOptions& o) -> std::shared_ptr<ProcessGroup> {
+             return std::make_shared<ProcessGroupGloo>(o.store, o.rank, o.size, o.gid,
+                                                       o.timeout);
+           },
+           {"cpu"});
+#ifdef PADDLE_WITH_NCCL
+  Register("nccl",
+           [](const BackendOptions& o) -> std::shared_ptr<ProcessGroup> {
+             return std::make_shared<ProcessGroupNCCL>(o.store, o.rank, o.size, o.gid,
+                                                       o.timeout, o.device_id);
+           },
+           {"cuda"});
+#endif
+}
+
+void BackendRegistry::Register(const std::string& name, BackendCreator creator,
+                               std::vector<std::string> devices) {
+  const std::string key = Lower(name);
+  PADDLE_ENFORCE(!key.empty(), phi::errors::InvalidArgument("A backend needs a name."));
+  PADDLE_ENFORCE(creator != nullptr,
+                 phi::errors::InvalidArgument("Backend '%s' has no creator.", name.c_str()));
+  PADDLE_ENFORCE(!devices.empty(), phi::errors::InvalidArgument(
+                                       "Backend '%s' must serve at least one device type.",
+                                       name.c_str()));
+  for (auto& d : devices) d = Lower(d);
+  std::lock_guard<std::mutex> lk(mu_);
+  PADDLE_ENFORCE(backends_.count(key) == 0,
+                 phi::errors::InvalidArgument("Backend '%s' is already registered.",
+                                              name.c_str()));
+  backends_[key] = Entry{std::move(creator), std::move(devices)};
+}
+
+const BackendRegistry::Entry& BackendRegistry::Find(const std::string& key) const {
+  auto it = backends_.find(key);
+  if (it == backends_.end()) {
+    std::string known;
+    for (const auto& kv : backends_) known += (known.empty() ? "" : ", ") + kv.first;
+    PADDLE_THROW(phi::errors::NotFound(
+        "No backend '%s' in this build; the registered backends are: %s.", key.c_str(),
+        known.c_str()));
+  }
+  return it->second;
+}
+
+bool BackendRegistry::Has(const std::string& name) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return backends_.count(Lower(name)) > 0;
+}
+
+std::shared_ptr<ProcessGroup> BackendRegistry::Create(const std::string& name,
+                                                      const BackendOptions& options) const {
+  BackendCreator creator;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    creator = Find(Lower(name)).creator;
+  }
+  // Outside the lock: creating a group may connect (eager connection) and take a while.
+  std::shared_ptr<ProcessGroup> group = creator(options);
+  PADDLE_ENFORCE_NOT_NULL(group, phi::errors::External("Backend '%s' created no group.",
+                                                       name.c_str()));
+  return group;
+}
+
+std::vector<std::string> BackendRegistry::Devices(const std::string& name) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return Find(Lower(name)).devices;
+}
+
+std::vector<std::string> BackendRegistry::Names() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::vector<std::string> names;
+  for (const auto& kv : backends_) names.push_back(kv.first);
+  return names;
+}
+
+}  // namespace distributed
+}  // namespace paddle_like
