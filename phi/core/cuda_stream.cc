@@ -99,13 +99,17 @@ void CudaEvent::Record(Stream* stream) {
   stream_name_ = cuda->DebugString();
 }
 
-bool CudaEvent::Query() const {
-  if (!recorded_) return true;
-  cudaError_t err = cudaEventQuery(event_);
+namespace {
+// A cudaEventQuery/cudaStreamQuery result as done (true) / not yet (false); raises on errors.
+bool Done(cudaError_t err, const char* what) {
   if (err == cudaSuccess) return true;
-  if (err == cudaErrorNotReady) return false;
-  CheckCuda(err, "cudaEventQuery");
+  if (err != cudaErrorNotReady) CheckCuda(err, what);
   return false;
+}
+}  // namespace
+
+bool CudaEvent::Query() const {
+  return !recorded_ || Done(cudaEventQuery(event_), "cudaEventQuery");
 }
 
 void CudaEvent::Synchronize(std::chrono::milliseconds timeout) const {
@@ -148,13 +152,7 @@ void CudaStream::WaitEvent(const Event& event) {
   event.Synchronize(std::chrono::hours(24 * 365));
 }
 
-bool CudaStream::Query() const {
-  cudaError_t err = cudaStreamQuery(stream_);
-  if (err == cudaSuccess) return true;
-  if (err == cudaErrorNotReady) return false;
-  CheckCuda(err, "cudaStreamQuery");
-  return false;
-}
+bool CudaStream::Query() const { return Done(cudaStreamQuery(stream_), "cudaStreamQuery"); }
 
 void CudaStream::Synchronize(std::chrono::milliseconds timeout) const {
   // Poll an event recorded now rather than the stream, so that work submitted by other
