@@ -1,0 +1,226 @@
+// The tensor collectives of paddle_like::dist: resolve the group and the backend of the
+// tensors' device, translate global src/dst ranks to group ranks, issue through the
+// ProcessGroup, and wrap the task in a Work (waited here unless async_op).
+#include <atomic>
+
+#include <glog/logging.h>
+
+#include "paddle_like/dist/distributed.h"
+#include "phi/core/errors.h"
+#include "phi/core/memcpy.h"
+
+namespace paddle_like {
+namespace dist {
+namespace {
+
+using distributed::ProcessGroup;
+
+std::string DeviceOf(const phi::Place& place) { return place.is_gpu() ? "cuda" : "cpu"; }
+
+// The group to run on, or null when this rank is not in it (warned once per process).
+GroupPtr Resolve(const GroupPtr& group, const char* op) {
+  GroupPtr g = group ? group : world();
+  if (g->is_member()) return g;
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) {
+    LOG(WARNING) << op << " on group '" << g->name()
+                 << "', which this rank is not in: it does nothing and returns a null Work "
+                    "(warned once)";
+  }
+  return nullptr;
+}
+
+int GroupRankOf(const GroupPtr& g, int global_rank, const char* what) {
+  int r = get_group_rank(g, global_rank);
+  PADDLE_ENFORCE(r >= 0, phi::errors::InvalidArgument(
+                             "%s: global rank %d is not in group '%s'.", what, global_rank,
+                             g->name().c_str()));
+  return r;
+}
+
+WorkPtr Finish(ProcessGroup::TaskPtr task, const GroupPtr& g, bool async_op) {
+  auto work = std::make_shared<Work>(std::move(task), g->timeout());
+  if (!async_op) work->wait();
+  return work;
+}
+
+ProcessGroup* Backend(const GroupPtr& g, const DenseTensor& t) {
+  return g->backend_for(DeviceOf(t.place()));
+}
+
+}  // namespace
+
+WorkPtr all_reduce(DenseTensor* tensor, ReduceOp op, const CollectiveOptions& o) {
+  GroupPtr g = Resolve(o.group, "all_reduce");
+  if (!g) return nullptr;
+  PADDLE_ENFORCE_NOT_NULL(tensor, phi::errors::InvalidArgument("all_reduce: tensor is null."));
+  return Finish(Backend(g, *tensor)->AllReduce(tensor, *tensor, {op, 1.0}, false, false), g,
+                o.async_op);
+}
+
+WorkPtr broadcast(DenseTensor* tensor, int src, const CollectiveOptions& o) {
+  GroupPtr g = Resolve(o.group, "broadcast");
+  if (!g) return nullptr;
+  PADDLE_ENFORCE_NOT_NULL(tensor, phi::errors::InvalidArgument("broadcast: tensor is null."));
+  distributed::BroadcastOptions opts;
+  opts.source_rank = GroupRankOf(g, src, "broadcast src");
+  return Finish(Backend(g, *tensor)->Broadcast(tensor, *tensor, opts, false, false), g,
+                o.async_op);
+}
+
+WorkPtr reduce(DenseTensor* tensor, int dst, ReduceOp op, const CollectiveOptions& o) {
+  GroupPtr g = Resolve(o.group, "reduce");
+  if (!g) return nullptr;
+  PADDLE_ENFORCE_NOT_NULL(tensor, phi::errors::InvalidArgument("reduce: tensor is null."));
+  distributed::ReduceOptions opts;
+  opts.reduce_op = op;
+  opts.root_rank = GroupRankOf(g, dst, "reduce dst");
+  return Finish(Backend(g, *tensor)->Reduce(tensor, *tensor, opts, false, false), g,
+                o.async_op);
+}
+
+WorkPtr all_gather_into_tensor(DenseTensor* output, const DenseTensor& input,
+                               const CollectiveOptions& o) {
+  GroupPtr g = Resolve(o.group, "all_gather_into_tensor");
+  if (!g) return nullptr;
+  return Finish(Backend(g, input)->AllGather(output, input, 0, -1, false, false), g, o.async_op);
+}
+
+WorkPtr all_gather(std::vector<DenseTensor>* outputs, const DenseTensor& input,
+                   const CollectiveOptions& o) {
+  GroupPtr g = Resolve(o.group, "all_gather");
+  if (!g) return nullptr;
+  PADDLE_ENFORCE_NOT_NULL(outputs, phi::errors::InvalidArgument("all_gather: list is null."));
+  PADDLE_ENFORCE(outputs->empty() || static_cast<int>(outputs->size()) == g->size(),
+                 phi::errors::InvalidArgument(
+                     "all_gather: the output list needs one tensor per rank of the group "
+                     "(%d), but has %zu.",
+                     g->size(), outputs->size()));
+  // Gathered into one tensor, then split: one collective whatever the list.
+  DenseTensor flat;
+  auto task = Backend(g, input)->AllGather(&flat, input, 0, -1, true, false);
+  if (outputs->empty()) outputs->resize(static_cast<size_t>(g->size()));
+  const int64_t n = input.numel();
+  for (int r = 0; r < g->size(); ++r) {
+    DenseTensor& out = (*outputs)[static_cast<size_t>(r)];
+    DenseTensor block = flat.FlatView(r * n, n);
+    if (!out.initialized()) out.AllocateLike(input.place(), input.dtype(), input.dims());
+    PADDLE_ENFORCE(out.numel() == n && out.dtype() == input.dtype() && out.IsContiguous(),
+                   phi::errors::InvalidArgument(
+                       "all_gather: output %d must be a contiguous %s tensor of %lld elements "
+                       "like the input.",
+                       r, phi::DataTypeToString(input.dtype()), static_cast<long long>(n)));
+    phi::memory::Copy(out.place(), out.data(), block.place(), block.data(),
+                      static_cast<size_t>(n) * out.element_size(), nullptr);
+  }
+  return std::make_shared<Work>(std::move(task), g->timeout());
+}
+
+WorkPtr reduce_scatter_tensor(DenseTensor* output, const DenseTensor& input, ReduceOp op,
+                              const CollectiveOptions& o) {
+  GroupPtr g = Resolve(o.group, "reduce_scatter_tensor");
+  if (!g) return nullptr;
+  distributed::ReduceScatterOptions opts;
+  opts.reduce_op = op;
+  return Finish(Backend(g, input)->ReduceScatter(output, input, opts, false, false), g,
+                o.async_op);
+}
+
+WorkPtr all_to_all_single(DenseTensor* output, const DenseTensor& input,
+                          const std::vector<int64_t>& output_split_sizes,
+                          const std::vector<int64_t>& input_split_sizes,
+                          const CollectiveOptions& o) {
+  GroupPtr g = Resolve(o.group, "all_to_all_single");
+  if (!g) return nullptr;
+  return Finish(Backend(g, input)->AllToAll(output, input, output_split_sizes,
+                                            input_split_sizes, false, false),
+                g, o.async_op);
+}
+
+WorkPtr all_to_all(std::vector<DenseTensor>* outputs, const std::vector<DenseTensor>& inputs,
+                   const CollectiveOptions& o) {
+  GroupPtr g = Resolve(o.group, "all_to_all");
+  if (!g) return nullptr;
+  PADDLE_ENFORCE(!inputs.empty(), phi::errors::InvalidArgument("all_to_all: no inputs."));
+  return Finish(Backend(g, inputs[0])->AllToAll(outputs, inputs, false, false), g, o.async_op);
+}
+
+WorkPtr gather(const DenseTensor& tensor, std::vector<DenseTensor>* gather_list, int dst,
+               const CollectiveOptions& o) {
+  GroupPtr g = Resolve(o.group, "gather");
+  if (!g) return nullptr;
+  distributed::GatherOptions opts;
+  opts.root_rank = GroupRankOf(g, dst, "gather dst");
+  return Finish(Backend(g, tensor)->Gather(gather_list, tensor, opts, false, false), g,
+                o.async_op);
+}
+
+WorkPtr scatter(DenseTensor* tensor, const std::vector<DenseTensor>& scatter_list, int src,
+                const CollectiveOptions& o) {
+  GroupPtr g = Resolve(o.group, "scatter");
+  if (!g) return nullptr;
+  PADDLE_ENFORCE_NOT_NULL(tensor, phi::errors::InvalidArgument("scatter: tensor is null."));
+  distributed::ScatterOptions opts;
+  opts.root_rank = GroupRankOf(g, src, "scatter src");
+  DenseTensor flat;  // the root's list as one tensor of size() blocks
+  if (g->rank() == opts.root_rank) {
+    PADDLE_ENFORCE(static_cast<int>(scatter_list.size()) == g->size(),
+                   phi::errors::InvalidArgument(
+                       "scatter: the list needs one tensor per rank of the group (%d), but "
+                       "has %zu.",
+                       g->size(), scatter_list.size()));
+    const int64_t n = tensor->numel();
+    flat.AllocateLike(tensor->place(), tensor->dtype(), phi::DDim({n * g->size()}));
+    for (int r = 0; r < g->size(); ++r) {
+      const DenseTensor& part = scatter_list[static_cast<size_t>(r)];
+      PADDLE_ENFORCE(part.numel() == n && part.dtype() == tensor->dtype(),
+                     phi::errors::InvalidArgument(
+                         "scatter: list tensor %d must have %lld elements of %s like the "
+                         "output, but has %lld of %s.",
+                         r, static_cast<long long>(n), phi::DataTypeToString(tensor->dtype()),
+                         static_cast<long long>(part.numel()),
+                         phi::DataTypeToString(part.dtype())));
+      PADDLE_ENFORCE(part.IsContiguous(), phi::errors::InvalidArgument(
+                                              "scatter: list tensor %d is not contiguous.", r));
+      phi::memory::Copy(flat.place(), flat.FlatView(r * n, n).data(), part.place(), part.data(),
+                        static_cast<size_t>(n) * part.element_size(), nullptr);
+    }
+  }
+  return Finish(Backend(g, *tensor)->Scatter(tensor, flat, opts, false, false), g, o.async_op);
+}
+
+WorkPtr barrier(const CollectiveOptions& o) {
+  GroupPtr g = Resolve(o.group, "barrier");
+  if (!g) return nullptr;
+  return Finish(g->backend_for("cpu")->Barrier(), g, o.async_op);
+}
+
+WorkPtr isend(const DenseTensor& tensor, int dst, const P2POptions& o) {
+  GroupPtr g = Resolve(o.group, "isend");
+  if (!g) return nullptr;
+  const int peer = GroupRankOf(g, dst, "send dst");
+  return Finish(Backend(g, tensor)->Send(tensor, peer, 0, -1, false, false, {o.tag}), g, true);
+}
+
+WorkPtr irecv(DenseTensor* tensor, int src, const P2POptions& o) {
+  GroupPtr g = Resolve(o.group, "irecv");
+  if (!g) return nullptr;
+  PADDLE_ENFORCE_NOT_NULL(tensor, phi::errors::InvalidArgument("irecv: tensor is null."));
+  const int peer = src == kAnySource ? distributed::kAnySource : GroupRankOf(g, src, "recv src");
+  return Finish(Backend(g, *tensor)->Recv(tensor, peer, 0, -1, false, false, {o.tag}), g, true);
+}
+
+void send(const DenseTensor& tensor, int dst, const P2POptions& o) {
+  if (WorkPtr w = isend(tensor, dst, o)) w->wait();
+}
+
+int recv(DenseTensor* tensor, int src, const P2POptions& o) {
+  WorkPtr w = irecv(tensor, src, o);
+  if (!w) return -1;
+  w->wait();
+  GroupPtr g = o.group ? o.group : world();
+  return get_global_rank(g, w->source_rank() >= 0 ? w->source_rank() : get_group_rank(g, src));
+}
+
+}  // namespace dist
+}  // namespace paddle_like

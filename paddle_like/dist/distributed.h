@@ -1,0 +1,176 @@
+// paddle_like::dist: the torch.distributed-style API that model code and framework glue call
+// (first part of issue 11: init and world, groups, the tensor collectives, Work). Names are
+// the seed's (snake_case); Python's keyword arguments are option structs with defaults.
+//
+//   dist::init_process_group({.backend = "gloo"});          // env:// by default
+//   auto work = dist::all_reduce(&grad, dist::ReduceOp::AVG, {.async_op = true});
+//   work->wait();                                            // the group's timeout
+//
+// Conventions (as torch.distributed):
+//  - `src`/`dst`/`group_dst` arguments are GLOBAL ranks (of the world group); a rank outside
+//    the group is an InvalidArgumentError.
+//  - Every rank calls new_group() for every group, in the same order (also the ranks that
+//    are not in it): group ids are agreed by that order and never collide. A rank outside
+//    the group gets a Group whose is_member() is false; a collective on it does nothing and
+//    returns a null Work (warned once).
+//  - A backend is a name ("gloo", "nccl") or a config "cpu:gloo,cuda:nccl": a group holds
+//    one process group per device type, created when first used, and each call goes to the
+//    backend of its tensors' place.
+//  - Tensors must be contiguous (a strided view is an InvalidArgumentError naming it).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "distributed/process_group.h"
+#include "phi/core/dense_tensor.h"
+#include "phi/core/distributed/store/store.h"
+
+namespace paddle_like {
+namespace dist {
+
+using phi::DenseTensor;
+using ReduceOp = phi::distributed::ReduceOp;
+using Store = phi::distributed::Store;
+constexpr std::chrono::milliseconds kUnsetTimeout = distributed::ProcessGroup::kUnsetTimeout;
+
+// ------------------------------------------------------------------ Work
+// The handle of an issued op. wait() blocks (at most `timeout`, by default the group's) and
+// rethrows the op's error.
+class Work {
+ public:
+  Work(distributed::ProcessGroup::TaskPtr task, std::chrono::milliseconds group_timeout);
+  bool wait(std::chrono::milliseconds timeout = kUnsetTimeout);
+  bool is_completed();
+  // Completed without an error (false while running).
+  bool is_success();
+  // The op's error, or nullptr.
+  std::exception_ptr exception();
+  int source_rank() const;  // the sender of a receive from any source, after wait()
+
+ private:
+  distributed::ProcessGroup::TaskPtr task_;
+  std::chrono::milliseconds timeout_;
+  std::exception_ptr error_;
+};
+using WorkPtr = std::shared_ptr<Work>;
+
+// ------------------------------------------------------------------ groups
+class Group {
+ public:
+  const std::string& name() const { return name_; }
+  int gid() const { return gid_; }
+  // Global ranks of the members, in group-rank order.
+  const std::vector<int>& ranks() const { return ranks_; }
+  bool is_member() const { return rank_ >= 0; }
+  int rank() const { return rank_; }  // this process's group rank; -1 when not a member
+  int size() const { return static_cast<int>(ranks_.size()); }
+  const std::string& backend_config() const { return backend_config_; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  // The process group serving `device` ("cpu", "cuda"), created on first use. Raises
+  // InvalidArgument when the group's backend config has none for it.
+  distributed::ProcessGroup* backend_for(const std::string& device);
+
+ private:
+  friend class World;
+  Group(std::string name, int gid, std::vector<int> ranks, int rank, std::string config,
+        std::map<std::string, std::string> by_device, std::shared_ptr<Store> store,
+        std::chrono::milliseconds timeout);
+  std::string name_;
+  int gid_;
+  std::vector<int> ranks_;
+  int rank_;
+  std::string backend_config_;
+  std::map<std::string, std::string> backend_by_device_;  // "cpu" -> "gloo"
+  std::shared_ptr<Store> store_;                          // the group's (prefixed) store
+  std::chrono::milliseconds timeout_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<distributed::ProcessGroup>> backends_;
+};
+using GroupPtr = std::shared_ptr<Group>;
+
+// ------------------------------------------------------------------ init and world
+struct InitOptions {
+  std::string backend;                  // empty: "cpu:gloo,cuda:nccl" where NCCL is built
+  std::string init_method = "env://";   // env://, tcp://host:port, file:///path
+  std::shared_ptr<Store> store;         // instead of init_method
+  int world_size = -1;
+  int rank = -1;
+  std::chrono::milliseconds timeout = kUnsetTimeout;  // FLAGS_default_group_timeout_s
+  std::string group_name;               // default "default_pg"
+  int device_id = -1;
+};
+void init_process_group(const InitOptions& options = {});
+bool is_initialized();
+// One group (not the world: that is destroy_process_group()), or everything.
+void destroy_process_group(const GroupPtr& group = nullptr);
+GroupPtr world();  // PreconditionNotMet before init
+int get_rank(const GroupPtr& group = nullptr);        // -1 when not a member
+int get_world_size(const GroupPtr& group = nullptr);  // -1 when not a member
+std::string get_backend(const GroupPtr& group = nullptr);
+// The backend of `device` in the default config of this build ("gloo" for "cpu").
+std::string get_default_backend_for_device(const std::string& device);
+bool is_available();
+bool is_gloo_available();
+bool is_nccl_available();
+bool is_mpi_available();
+bool is_backend_available(const std::string& backend);
+
+struct NewGroupOptions {
+  std::chrono::milliseconds timeout = kUnsetTimeout;  // the world's
+  std::string backend;                                // the world's
+};
+// `ranks`: global ranks (empty: all). Duplicates or out-of-range ranks: InvalidArgument.
+GroupPtr new_group(std::vector<int> ranks = {}, const NewGroupOptions& options = {});
+int get_group_rank(const GroupPtr& group, int global_rank);  // -1 when not in it
+int get_global_rank(const GroupPtr& group, int group_rank);
+std::vector<int> get_process_group_ranks(const GroupPtr& group);
+
+// ------------------------------------------------------------------ collectives
+struct CollectiveOptions {
+  GroupPtr group;        // null: the world
+  bool async_op = false;
+};
+WorkPtr all_reduce(DenseTensor* tensor, ReduceOp op = ReduceOp::SUM,
+                   const CollectiveOptions& o = {});
+WorkPtr broadcast(DenseTensor* tensor, int src, const CollectiveOptions& o = {});
+WorkPtr reduce(DenseTensor* tensor, int dst, ReduceOp op = ReduceOp::SUM,
+               const CollectiveOptions& o = {});
+WorkPtr all_gather_into_tensor(DenseTensor* output, const DenseTensor& input,
+                               const CollectiveOptions& o = {});
+// `outputs`: empty (filled with size() tensors) or one tensor per group rank.
+WorkPtr all_gather(std::vector<DenseTensor>* outputs, const DenseTensor& input,
+                   const CollectiveOptions& o = {});
+WorkPtr reduce_scatter_tensor(DenseTensor* output, const DenseTensor& input,
+                              ReduceOp op = ReduceOp::SUM, const CollectiveOptions& o = {});
+WorkPtr all_to_all_single(DenseTensor* output, const DenseTensor& input,
+                          const std::vector<int64_t>& output_split_sizes = {},
+                          const std::vector<int64_t>& input_split_sizes = {},
+                          const CollectiveOptions& o = {});
+WorkPtr all_to_all(std::vector<DenseTensor>* outputs, const std::vector<DenseTensor>& inputs,
+                   const CollectiveOptions& o = {});
+// `gather_list` is used on dst only (empty: filled).
+WorkPtr gather(const DenseTensor& tensor, std::vector<DenseTensor>* gather_list, int dst,
+               const CollectiveOptions& o = {});
+// `scatter_list` is used on src only.
+WorkPtr scatter(DenseTensor* tensor, const std::vector<DenseTensor>& scatter_list, int src,
+                const CollectiveOptions& o = {});
+WorkPtr barrier(const CollectiveOptions& o = {});
+
+struct P2POptions {
+  GroupPtr group;
+  int tag = 0;
+};
+constexpr int kAnySource = -1;
+void send(const DenseTensor& tensor, int dst, const P2POptions& o = {});
+// Returns the sender's global rank (src, or the one that came with kAnySource).
+int recv(DenseTensor* tensor, int src = kAnySource, const P2POptions& o = {});
+WorkPtr isend(const DenseTensor& tensor, int dst, const P2POptions& o = {});
+WorkPtr irecv(DenseTensor* tensor, int src = kAnySource, const P2POptions& o = {});
+
+}  // namespace dist
+}  // namespace paddle_like

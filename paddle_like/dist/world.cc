@@ -1,0 +1,316 @@
+// Process-wide state of paddle_like::dist: the world group, the groups made since, and the
+// group-id counter that new_group() advances in the same order on every rank.
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <sstream>
+
+#include <glog/logging.h>
+
+#include "distributed/backend_registry.h"
+#include "paddle_like/dist/distributed.h"
+#include "phi/core/distributed/store/prefix_store.h"
+#include "phi/core/distributed/store/rendezvous.h"
+#include "phi/core/errors.h"
+#include "phi/core/flags.h"
+
+namespace paddle_like {
+namespace dist {
+
+using distributed::BackendOptions;
+using distributed::BackendRegistry;
+
+// ------------------------------------------------------------------ Work
+Work::Work(distributed::ProcessGroup::TaskPtr task, std::chrono::milliseconds group_timeout)
+    : task_(std::move(task)), timeout_(group_timeout) {}
+
+bool Work::wait(std::chrono::milliseconds timeout) {
+  try {
+    return task_->Wait(timeout > std::chrono::milliseconds::zero() ? timeout : timeout_);
+  } catch (...) {
+    error_ = std::current_exception();
+    throw;
+  }
+}
+
+bool Work::is_completed() { return task_->IsCompleted(); }
+
+bool Work::is_success() {
+  if (!is_completed()) return false;
+  if (error_) return false;
+  try {
+    task_->Wait(timeout_);  // complete: returns at once, or rethrows the op's error
+    return true;
+  } catch (...) {
+    error_ = std::current_exception();
+    return false;
+  }
+}
+
+std::exception_ptr Work::exception() {
+  is_success();
+  return error_;
+}
+
+int Work::source_rank() const { return task_->source_rank(); }
+
+// ------------------------------------------------------------------ backend configs
+namespace {
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+std::string DefaultConfig() {
+  return BackendRegistry::Instance().Has("nccl") ? "cpu:gloo,cuda:nccl" : "cpu:gloo";
+}
+
+// "gloo" -> {cpu: gloo}; "cpu:gloo,cuda:nccl" -> both. Unknown backends and devices a
+// backend does not serve raise InvalidArgument.
+std::map<std::string, std::string> ParseBackendConfig(const std::string& config) {
+  auto& registry = BackendRegistry::Instance();
+  std::map<std::string, std::string> by_device;
+  auto need = [&](const std::string& backend) {
+    PADDLE_ENFORCE(registry.Has(backend),
+                   phi::errors::InvalidArgument(
+                       "Backend '%s' is not available in this build (available: %s).",
+                       backend.c_str(), [&] {
+                         std::string all;
+                         for (const auto& n : registry.Names()) all += (all.empty() ? "" : ", ") + n;
+                         return all;
+                       }().c_str()));
+  };
+  if (config.find(':') == std::string::npos) {
+    const std::string backend = Lower(config);
+    need(backend);
+    for (const auto& device : registry.Devices(backend)) by_device[device] = backend;
+    return by_device;
+  }
+  std::stringstream items(config);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const size_t colon = item.find(':');
+    PADDLE_ENFORCE(colon != std::string::npos && colon > 0 && colon + 1 < item.size(),
+                   phi::errors::InvalidArgument(
+                       "Backend config '%s': each item is device:backend, but one is '%s'.",
+                       config.c_str(), item.c_str()));
+    const std::string device = Lower(item.substr(0, colon));
+    const std::string backend = Lower(item.substr(colon + 1));
+    need(backend);
+    const auto devices = registry.Devices(backend);
+    PADDLE_ENFORCE(std::find(devices.begin(), devices.end(), device) != devices.end(),
+                   phi::errors::InvalidArgument(
+                       "Backend config '%s': backend '%s' does not serve device '%s'.",
+                       config.c_str(), backend.c_str(), device.c_str()));
+    PADDLE_ENFORCE(by_device.count(device) == 0,
+                   phi::errors::InvalidArgument("Backend config '%s' names device '%s' twice.",
+                                                config.c_str(), device.c_str()));
+    by_device[device] = backend;
+  }
+  return by_device;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ Group
+Group::Group(std::string name, int gid, std::vector<int> ranks, int rank, std::string config,
+             std::map<std::string, std::string> by_device, std::shared_ptr<Store> store,
+             std::chrono::milliseconds timeout)
+    : name_(std::move(name)),
+      gid_(gid),
+      ranks_(std::move(ranks)),
+      rank_(rank),
+      backend_config_(std::move(config)),
+      backend_by_device_(std::move(by_device)),
+      store_(std::move(store)),
+      timeout_(timeout) {}
+
+distributed::ProcessGroup* Group::backend_for(const std::string& device) {
+  PADDLE_ENFORCE(is_member(), phi::errors::PreconditionNotMet(
+                                  "This rank is not a member of group '%s'.", name_.c_str()));
+  auto it = backend_by_device_.find(device);
+  PADDLE_ENFORCE(it != backend_by_device_.end(),
+                 phi::errors::InvalidArgument(
+                     "Group '%s' (backend '%s') has no backend for %s tensors.", name_.c_str(),
+                     backend_config_.c_str(), device.c_str()));
+  std::lock_guard<std::mutex> lk(mu_);
+  auto& pg = backends_[device];
+  if (!pg) {
+    BackendOptions o;
+    o.store = std::make_shared<phi::distributed::PrefixStore>(it->second, store_);
+    o.rank = rank_;
+    o.size = size();
+    o.gid = gid_;
+    o.timeout = timeout_;
+    pg = BackendRegistry::Instance().Create(it->second, o);
+  }
+  return pg.get();
+}
+
+// ------------------------------------------------------------------ the world
+class World {
+ public:
+  static World& Get() {
+    static auto* w = new World();  // outlives static destructors (groups join threads)
+    return *w;
+  }
+
+  void Init(const InitOptions& o) {
+    std::lock_guard<std::mutex> lk(mu_);
+    PADDLE_ENFORCE(world_ == nullptr,
+                   phi::errors::PreconditionNotMet(
+                       "init_process_group() was already called; destroy_process_group() "
+                       "first."));
+    const std::string config = o.backend.empty() ? DefaultConfig() : o.backend;
+    auto by_device = ParseBackendConfig(config);
+    std::shared_ptr<Store> store = o.store;
+    int rank = o.rank, size = o.world_size;
+    if (!store) {
+      auto rv = phi::distributed::Rendezvous(o.init_method, o.rank, o.world_size);
+      store = rv.store;
+      rank = rv.rank;
+      size = rv.world_size;
+    }
+    PADDLE_ENFORCE(size > 0 && rank >= 0 && rank < size,
+                   phi::errors::InvalidArgument(
+                       "init_process_group with a store needs 0 <= rank < world_size, got "
+                       "rank %d, world_size %d.",
+                       rank, size));
+    timeout_ = o.timeout > std::chrono::milliseconds::zero()
+                   ? o.timeout
+                   : std::chrono::milliseconds(int64_t{FLAGS_default_group_timeout_s} * 1000);
+    store_ = store;
+    global_rank_ = rank;
+    next_gid_ = 1;
+    std::vector<int> ranks(static_cast<size_t>(size));
+    for (int r = 0; r < size; ++r) ranks[r] = r;
+    world_ = MakeGroupLocked(o.group_name.empty() ? "default_pg" : o.group_name, 0, ranks,
+                             config, std::move(by_device), timeout_);
+  }
+
+  GroupPtr world() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    PADDLE_ENFORCE_NOT_NULL(world_, phi::errors::PreconditionNotMet(
+                                        "The default process group is not initialized: call "
+                                        "init_process_group() first."));
+    return world_;
+  }
+
+  bool initialized() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return world_ != nullptr;
+  }
+
+  GroupPtr NewGroup(std::vector<int> ranks, const NewGroupOptions& o) {
+    GroupPtr w = world();
+    std::lock_guard<std::mutex> lk(mu_);
+    if (ranks.empty()) ranks = w->ranks();
+    std::set<int> seen;
+    for (int r : ranks) {
+      PADDLE_ENFORCE(r >= 0 && r < w->size(),
+                     phi::errors::InvalidArgument(
+                         "new_group: rank %d is not in the world [0, %d).", r, w->size()));
+      PADDLE_ENFORCE(seen.insert(r).second,
+                     phi::errors::InvalidArgument("new_group: rank %d is listed twice.", r));
+    }
+    std::sort(ranks.begin(), ranks.end());
+    const std::string config = o.backend.empty() ? w->backend_config() : o.backend;
+    auto by_device = ParseBackendConfig(config);
+    // Every rank advances the counter, members or not: the ids stay agreed.
+    const int gid = next_gid_++;
+    return MakeGroupLocked("group_" + std::to_string(gid), gid, std::move(ranks), config,
+                           std::move(by_device),
+                           o.timeout > std::chrono::milliseconds::zero() ? o.timeout
+                                                                          : timeout_);
+  }
+
+  void Destroy(const GroupPtr& group) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (group == nullptr || group == world_) {
+      groups_.clear();
+      world_.reset();
+      return;
+    }
+    groups_.erase(group->gid());
+  }
+
+ private:
+  GroupPtr MakeGroupLocked(std::string name, int gid, std::vector<int> ranks,
+                           const std::string& config, std::map<std::string, std::string> by_device,
+                           std::chrono::milliseconds timeout) {
+    int my = -1;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      if (ranks[i] == global_rank_) my = static_cast<int>(i);
+    }
+    auto store = std::make_shared<phi::distributed::PrefixStore>(
+        "dist/" + std::to_string(gid), store_);
+    GroupPtr g(new Group(std::move(name), gid, std::move(ranks), my, config,
+                         std::move(by_device), store, timeout));
+    groups_[gid] = g;
+    return g;
+  }
+
+  mutable std::mutex mu_;
+  GroupPtr world_;
+  std::map<int, GroupPtr> groups_;
+  std::shared_ptr<Store> store_;
+  int global_rank_ = -1;
+  int next_gid_ = 1;
+  std::chrono::milliseconds timeout_{0};
+};
+
+void init_process_group(const InitOptions& options) { World::Get().Init(options); }
+bool is_initialized() { return World::Get().initialized(); }
+void destroy_process_group(const GroupPtr& group) { World::Get().Destroy(group); }
+GroupPtr world() { return World::Get().world(); }
+
+static GroupPtr Or(const GroupPtr& g) { return g ? g : world(); }
+
+int get_rank(const GroupPtr& group) { return Or(group)->rank(); }
+int get_world_size(const GroupPtr& group) {
+  GroupPtr g = Or(group);
+  return g->is_member() ? g->size() : -1;
+}
+std::string get_backend(const GroupPtr& group) { return Or(group)->backend_config(); }
+
+std::string get_default_backend_for_device(const std::string& device) {
+  auto by_device = ParseBackendConfig(DefaultConfig());
+  auto it = by_device.find(Lower(device));
+  PADDLE_ENFORCE(it != by_device.end(),
+                 phi::errors::InvalidArgument("No backend serves device '%s' in this build.",
+                                              device.c_str()));
+  return it->second;
+}
+
+bool is_available() { return true; }
+bool is_backend_available(const std::string& backend) {
+  return BackendRegistry::Instance().Has(backend);
+}
+bool is_gloo_available() { return is_backend_available("gloo"); }
+bool is_nccl_available() { return is_backend_available("nccl"); }
+bool is_mpi_available() { return is_backend_available("mpi"); }
+
+GroupPtr new_group(std::vector<int> ranks, const NewGroupOptions& options) {
+  return World::Get().NewGroup(std::move(ranks), options);
+}
+
+int get_group_rank(const GroupPtr& group, int global_rank) {
+  const auto& ranks = Or(group)->ranks();
+  auto it = std::find(ranks.begin(), ranks.end(), global_rank);
+  return it == ranks.end() ? -1 : static_cast<int>(it - ranks.begin());
+}
+
+int get_global_rank(const GroupPtr& group, int group_rank) {
+  const auto& ranks = Or(group)->ranks();
+  PADDLE_ENFORCE(group_rank >= 0 && group_rank < static_cast<int>(ranks.size()),
+                 phi::errors::OutOfRange("Group rank %d is not in [0, %zu).", group_rank,
+                                         ranks.size()));
+  return ranks[static_cast<size_t>(group_rank)];
+}
+
+std::vector<int> get_process_group_ranks(const GroupPtr& group) { return Or(group)->ranks(); }
+
+}  // namespace dist
+}  // namespace paddle_like
