@@ -19,13 +19,16 @@
 //  - Tensors must be contiguous (a strided view is an InvalidArgumentError naming it).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "distributed/backend_registry.h"
 #include "distributed/process_group.h"
 #include "phi/core/dense_tensor.h"
 #include "phi/core/distributed/store/store.h"
@@ -71,6 +74,10 @@ class Group {
   int size() const { return static_cast<int>(ranks_.size()); }
   const std::string& backend_config() const { return backend_config_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
+  // The group's own namespace in the store (what its backends and monitored barriers use).
+  const std::shared_ptr<Store>& store() const { return store_; }
+  // The serial of the next monitored_barrier on this group (every member counts alike).
+  int NextMonitoredBarrier() { return ++monitored_barriers_; }
   // The process group serving `device` ("cpu", "cuda"), created on first use. Raises
   // InvalidArgument when the group's backend config has none for it.
   distributed::ProcessGroup* backend_for(const std::string& device);
@@ -88,6 +95,7 @@ class Group {
   std::map<std::string, std::string> backend_by_device_;  // "cpu" -> "gloo"
   std::shared_ptr<Store> store_;                          // the group's (prefixed) store
   std::chrono::milliseconds timeout_;
+  std::atomic<int> monitored_barriers_{0};
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<distributed::ProcessGroup>> backends_;
 };
@@ -171,6 +179,57 @@ void send(const DenseTensor& tensor, int dst, const P2POptions& o = {});
 int recv(DenseTensor* tensor, int src = kAnySource, const P2POptions& o = {});
 WorkPtr isend(const DenseTensor& tensor, int dst, const P2POptions& o = {});
 WorkPtr irecv(DenseTensor* tensor, int src = kAnySource, const P2POptions& o = {});
+
+// ------------------------------------------------------------------ batches
+// One op of a batch_isend_irecv: a send (tensor read) or a receive (tensor written) with a
+// global peer rank and a tag.
+struct P2POp {
+  enum class Kind { kSend, kRecv };
+  Kind kind;
+  DenseTensor* tensor;
+  int peer;
+  GroupPtr group;  // null: the world; every op of a batch uses one group
+  int tag = 0;
+  static P2POp isend(DenseTensor* t, int peer, GroupPtr group = nullptr, int tag = 0) {
+    return P2POp{Kind::kSend, t, peer, std::move(group), tag};
+  }
+  static P2POp irecv(DenseTensor* t, int peer, GroupPtr group = nullptr, int tag = 0) {
+    return P2POp{Kind::kRecv, t, peer, std::move(group), tag};
+  }
+};
+// Posts every op as one engine group, so any order completes (both directions between one
+// pair included). Returns one Work per op.
+std::vector<WorkPtr> batch_isend_irecv(const std::vector<P2POp>& ops);
+
+// Several all-reduces as one coalesced group (one fused exchange per dtype on Gloo).
+WorkPtr all_reduce_coalesced(std::vector<DenseTensor*> tensors, ReduceOp op = ReduceOp::SUM,
+                             const CollectiveOptions& o = {});
+// outputs[i] (empty: filled) gets every rank's inputs[i].
+WorkPtr all_gather_coalesced(std::vector<std::vector<DenseTensor>>* outputs,
+                             const std::vector<DenseTensor>& inputs,
+                             const CollectiveOptions& o = {});
+
+// Like barrier(), but through the store, and rank 0 names every rank that did not arrive
+// within `timeout` (the group's when unset); with wait_all_ranks=false the first missing
+// rank is enough to raise. Raises TimeoutError on every rank that waited.
+void monitored_barrier(const GroupPtr& group = nullptr,
+                       std::chrono::milliseconds timeout = kUnsetTimeout,
+                       bool wait_all_ranks = false);
+
+// ------------------------------------------------------------------ more groups
+// Consecutive groups of `group_size` global ranks (world size must divide); every rank
+// creates all of them. Returns (this rank's subgroup, all subgroups).
+std::pair<GroupPtr, std::vector<GroupPtr>> new_subgroups(int group_size,
+                                                         const NewGroupOptions& options = {});
+// Groups of the given global ranks (disjoint); every rank creates all of them.
+std::pair<GroupPtr, std::vector<GroupPtr>> new_subgroups_by_enumeration(
+    const std::vector<std::vector<int>>& ranks_per_subgroup, const NewGroupOptions& options = {});
+
+// ------------------------------------------------------------------ backends
+// Process-wide: adds a backend (name case-insensitive) serving `devices`, creatable by name
+// in init_process_group / new_group. See distributed/backend_registry.h.
+void register_backend(const std::string& name, distributed::BackendCreator creator,
+                      const std::vector<std::string>& devices);
 
 }  // namespace dist
 }  // namespace paddle_like

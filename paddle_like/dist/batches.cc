@@ -1,0 +1,224 @@
+// Batched and coalesced calls, the store-based monitored barrier, subgroup helpers and the
+// backend registration of paddle_like::dist.
+#include <algorithm>
+#include <set>
+
+#include "paddle_like/dist/distributed.h"
+#include "phi/core/errors.h"
+
+namespace paddle_like {
+namespace dist {
+namespace {
+
+using distributed::ProcessGroup;
+
+GroupPtr Member(const GroupPtr& group) {
+  GroupPtr g = group ? group : world();
+  return g->is_member() ? g : nullptr;
+}
+
+std::string DeviceOf(const DenseTensor& t) { return t.place().is_gpu() ? "cuda" : "cpu"; }
+
+// Runs `issue` between StartCoalescing and EndCoalescing on `pg`, closing the group on every
+// path; returns the group's task.
+template <typename F>
+ProcessGroup::TaskPtr Coalesced(ProcessGroup* pg, F&& issue) {
+  pg->StartCoalescing();
+  try {
+    issue();
+  } catch (...) {
+    try {
+      pg->EndCoalescing()->Wait();  // whatever was queued runs, and the rank stays in step
+    } catch (...) {
+    }
+    throw;
+  }
+  return pg->EndCoalescing();
+}
+
+}  // namespace
+
+std::vector<WorkPtr> batch_isend_irecv(const std::vector<P2POp>& ops) {
+  std::vector<WorkPtr> works;
+  if (ops.empty()) return works;
+  GroupPtr g = Member(ops[0].group);
+  if (!g) return works;
+  for (const auto& op : ops) {
+    PADDLE_ENFORCE((op.group ? op.group : world()) == g,
+                   phi::errors::InvalidArgument(
+                       "batch_isend_irecv: every op must use one group."));
+    PADDLE_ENFORCE_NOT_NULL(op.tensor,
+                            phi::errors::InvalidArgument("batch_isend_irecv: a tensor is null."));
+  }
+  ProcessGroup* pg = g->backend_for(DeviceOf(*ops[0].tensor));
+  std::vector<ProcessGroup::TaskPtr> tasks;
+  auto group_task = Coalesced(pg, [&] {
+    for (const auto& op : ops) {
+      const int peer = get_group_rank(g, op.peer);
+      PADDLE_ENFORCE(peer >= 0, phi::errors::InvalidArgument(
+                                    "batch_isend_irecv: global rank %d is not in group '%s'.",
+                                    op.peer, g->name().c_str()));
+      tasks.push_back(op.kind == P2POp::Kind::kSend
+                          ? pg->Send(*op.tensor, peer, 0, -1, false, false, {op.tag})
+                          : pg->Recv(op.tensor, peer, 0, -1, false, false, {op.tag}));
+    }
+  });
+  for (auto& t : tasks) works.push_back(std::make_shared<Work>(t, g->timeout()));
+  (void)group_task;
+  return works;
+}
+
+WorkPtr all_reduce_coalesced(std::vector<DenseTensor*> tensors, ReduceOp op,
+                             const CollectiveOptions& o) {
+  GroupPtr g = Member(o.group);
+  if (!g || tensors.empty()) return nullptr;
+  PADDLE_ENFORCE_NOT_NULL(tensors[0],
+                          phi::errors::InvalidArgument("all_reduce_coalesced: a tensor is null."));
+  ProcessGroup* pg = g->backend_for(DeviceOf(*tensors[0]));
+  auto task = Coalesced(pg, [&] {
+    for (DenseTensor* t : tensors) {
+      PADDLE_ENFORCE_NOT_NULL(
+          t, phi::errors::InvalidArgument("all_reduce_coalesced: a tensor is null."));
+      pg->AllReduce(t, *t, {op, 1.0}, false, false);
+    }
+  });
+  auto work = std::make_shared<Work>(task, g->timeout());
+  if (!o.async_op) work->wait();
+  return work;
+}
+
+WorkPtr all_gather_coalesced(std::vector<std::vector<DenseTensor>>* outputs,
+                             const std::vector<DenseTensor>& inputs,
+                             const CollectiveOptions& o) {
+  GroupPtr g = Member(o.group);
+  if (!g || inputs.empty()) return nullptr;
+  PADDLE_ENFORCE_NOT_NULL(outputs, phi::errors::InvalidArgument(
+                                       "all_gather_coalesced: the output list is null."));
+  PADDLE_ENFORCE(outputs->empty() || outputs->size() == inputs.size(),
+                 phi::errors::InvalidArgument(
+                     "all_gather_coalesced: one output list per input (%zu), but got %zu.",
+                     inputs.size(), outputs->size()));
+  outputs->resize(inputs.size());
+  // Each input is gathered into one flat tensor inside the group, then split per rank.
+  std::vector<DenseTensor> flats(inputs.size());
+  ProcessGroup* pg = g->backend_for(DeviceOf(inputs[0]));
+  auto task = Coalesced(pg, [&] {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      pg->AllGather(&flats[i], inputs[i], 0, -1, false, false);
+    }
+  });
+  task->Wait(g->timeout());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    auto& list = (*outputs)[i];
+    list.clear();
+    const int64_t n = inputs[i].numel();
+    for (int r = 0; r < g->size(); ++r) {
+      DenseTensor out;
+      phi::Copy(flats[i].FlatView(r * n, n), inputs[i].place(), &out);
+      list.push_back(std::move(out));
+    }
+  }
+  return std::make_shared<Work>(task, g->timeout());
+}
+
+std::pair<GroupPtr, std::vector<GroupPtr>> new_subgroups_by_enumeration(
+    const std::vector<std::vector<int>>& ranks_per_subgroup, const NewGroupOptions& options) {
+  std::set<int> seen;
+  for (const auto& ranks : ranks_per_subgroup) {
+    for (int r : ranks) {
+      PADDLE_ENFORCE(seen.insert(r).second,
+                     phi::errors::InvalidArgument(
+                         "new_subgroups_by_enumeration: rank %d is in two subgroups.", r));
+    }
+  }
+  std::pair<GroupPtr, std::vector<GroupPtr>> out;
+  const int me = get_rank();
+  for (const auto& ranks : ranks_per_subgroup) {
+    PADDLE_ENFORCE(!ranks.empty(), phi::errors::InvalidArgument(
+                                       "new_subgroups_by_enumeration: a subgroup is empty."));
+    GroupPtr g = new_group(ranks, options);
+    if (std::find(ranks.begin(), ranks.end(), me) != ranks.end()) out.first = g;
+    out.second.push_back(std::move(g));
+  }
+  return out;
+}
+
+std::pair<GroupPtr, std::vector<GroupPtr>> new_subgroups(int group_size,
+                                                         const NewGroupOptions& options) {
+  const int n = get_world_size();
+  PADDLE_ENFORCE(group_size > 0 && n % group_size == 0,
+                 phi::errors::InvalidArgument(
+                     "new_subgroups: the world size %d must be a multiple of group_size %d.",
+                     n, group_size));
+  std::vector<std::vector<int>> all;
+  for (int first = 0; first < n; first += group_size) {
+    std::vector<int> ranks;
+    for (int r = first; r < first + group_size; ++r) ranks.push_back(r);
+    all.push_back(std::move(ranks));
+  }
+  return new_subgroups_by_enumeration(all, options);
+}
+
+void monitored_barrier(const GroupPtr& group, std::chrono::milliseconds timeout,
+                       bool wait_all_ranks) {
+  GroupPtr g = Member(group);
+  if (!g) return;
+  if (timeout <= std::chrono::milliseconds::zero()) timeout = g->timeout();
+  const std::string base = "monitored_barrier/" + std::to_string(g->NextMonitoredBarrier()) + "/";
+  const auto& store = g->store();
+  store->set(base + "arrived/" + std::to_string(g->rank()), "1");
+  if (g->rank() != 0) {
+    // Rank 0 decides within `timeout`; the margin covers its publishing the verdict.
+    try {
+      store->wait({base + "result"}, timeout + std::chrono::seconds(5));
+    } catch (const phi::TimeoutError&) {
+      PADDLE_THROW(phi::errors::Timeout(
+          "monitored_barrier on group '%s': rank %d (global) never reported; it died or "
+          "hangs.",
+          g->name().c_str(), g->ranks()[0]));
+    }
+    const std::string verdict = store->get_string(base + "result");
+    PADDLE_ENFORCE(verdict == "ok", phi::errors::Timeout("monitored_barrier on group '%s': %s",
+                                                         g->name().c_str(), verdict.c_str()));
+    return;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string missing;
+  for (int r = 1; r < g->size(); ++r) {
+    const std::string key = base + "arrived/" + std::to_string(r);
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    bool arrived = false;
+    if (left > std::chrono::milliseconds::zero()) {
+      try {
+        store->wait({key}, left);
+        arrived = true;
+      } catch (const phi::TimeoutError&) {
+      }
+    } else {
+      arrived = store->check({key});  // past the deadline: only who is there already
+    }
+    if (!arrived) {
+      missing += (missing.empty() ? "" : ", ") + std::to_string(g->ranks()[r]);
+      if (!wait_all_ranks) break;
+    }
+  }
+  if (missing.empty()) {
+    store->set(base + "result", "ok");
+    return;
+  }
+  const std::string verdict = "rank(s) " + missing + " (global) did not arrive within " +
+                              std::to_string(timeout.count()) + " ms" +
+                              (wait_all_ranks ? "" : " (the first missing one)");
+  store->set(base + "result", verdict);
+  PADDLE_THROW(phi::errors::Timeout("monitored_barrier on group '%s': %s", g->name().c_str(),
+                                    verdict.c_str()));
+}
+
+void register_backend(const std::string& name, distributed::BackendCreator creator,
+                      const std::vector<std::string>& devices) {
+  distributed::BackendRegistry::Instance().Register(name, std::move(creator), devices);
+}
+
+}  // namespace dist
+}  // namespace paddle_like
