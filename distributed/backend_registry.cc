@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "distributed/process_group_gloo.h"
+#include "phi/core/distributed/store/hash_store.h"
 #include "phi/core/errors.h"
 #ifdef PADDLE_WITH_NCCL
 #include "distributed/process_group_nccl.h"
@@ -32,6 +33,15 @@ BackendRegistry::BackendRegistry() {
            [](const BackendOptions& o) -> std::shared_ptr<ProcessGroup> {
              return std::make_shared<ProcessGroupGloo>(o.store, o.rank, o.size, o.gid,
                                                        o.timeout);
+           },
+           {"cpu"});
+  // In-process loopback for one rank: layers above test fast with real results.
+  Register("fake",
+           [](const BackendOptions& o) -> std::shared_ptr<ProcessGroup> {
+             PADDLE_ENFORCE(o.size == 1, phi::errors::InvalidArgument(
+                                             "The fake backend runs one rank, not %d.", o.size));
+             auto local = std::make_shared<phi::distributed::HashStore>(std::chrono::seconds(30));
+             return std::make_shared<ProcessGroupGloo>(local, 0, 1, o.gid, o.timeout);
            },
            {"cpu"});
 #ifdef PADDLE_WITH_NCCL

@@ -10,6 +10,16 @@ ProcessGroupIdMap& ProcessGroupIdMap::GetInstance() {
   return *map;
 }
 
+namespace {
+thread_local std::string tls_comm_name;
+}  // namespace
+
+CommNameScope::CommNameScope(std::string name) : previous_(std::move(tls_comm_name)) {
+  tls_comm_name = std::move(name);
+}
+CommNameScope::~CommNameScope() { tls_comm_name = std::move(previous_); }
+const std::string& CommNameScope::Current() { return tls_comm_name; }
+
 void ProcessGroupIdMap::Insert(int gid, std::shared_ptr<ProcessGroup> group) {
   std::lock_guard<std::mutex> lk(mu_);
   auto it = groups_.find(gid);

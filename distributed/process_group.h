@@ -175,6 +175,22 @@ class ProcessGroup {
 };
 
 // Group id -> group, for framework operators that find their group by ring id.
+// Names the ops issued by this thread while it lives (framework scopes: "grad bucket 3",
+// "tp all-gather"): the name is in the flight recorder and in every message about the op.
+// Scopes nest; the innermost name wins.
+class CommNameScope {
+ public:
+  explicit CommNameScope(std::string name);
+  ~CommNameScope();
+  CommNameScope(const CommNameScope&) = delete;
+  CommNameScope& operator=(const CommNameScope&) = delete;
+  // The innermost name on this thread; empty when none.
+  static const std::string& Current();
+
+ private:
+  std::string previous_;
+};
+
 class ProcessGroupIdMap {
  public:
   static ProcessGroupIdMap& GetInstance();

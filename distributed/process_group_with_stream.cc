@@ -287,6 +287,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
                        CommTypeToString(desc.type), place.DebugString().c_str()));
   }
   desc.seq = ++seq_;
+  desc.name = CommNameScope::Current();
   auto task = NewTask(desc, sync_op, calc);
   VLOG(3) << Describe() << " issue " << (VLOG_IS_ON(3) ? desc.ToString() : "");
 

@@ -12,7 +12,9 @@ std::string OpDesc::ToString() const {
                   " [NumelIn " + std::to_string(numel_in) + ", NumelOut " +
                   std::to_string(numel_out) + ", " + phi::DataTypeToString(dtype);
   if (peer >= 0) s += ", peer/root " + std::to_string(peer);
-  return s + "]";
+  s += "]";
+  if (!name.empty()) s += " '" + name + "'";
+  return s;
 }
 
 const char* TaskStatusName(TaskStatus s) {

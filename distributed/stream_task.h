@@ -27,6 +27,7 @@ struct OpDesc {
   int peer = -1;  // root or P2P peer; -1 when none
   int reduce_op = -1;  // ReduceOp of reducing ops; -1 otherwise
   int tag = 0;         // P2P tag
+  std::string name{};  // CommNameScope at issue ("" when none)
   // Set on the notice a rank issues when its own argument checks failed, so that the other
   // ranks raise at once instead of waiting for it (op_agreement.h).
   bool local_failure = false;

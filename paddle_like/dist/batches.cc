@@ -1,5 +1,7 @@
 // Batched and coalesced calls, the store-based monitored barrier, subgroup helpers and the
 // backend registration of paddle_like::dist.
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <set>
 
@@ -213,6 +215,21 @@ void monitored_barrier(const GroupPtr& group, std::chrono::milliseconds timeout,
   store->set(base + "result", verdict);
   PADDLE_THROW(phi::errors::Timeout("monitored_barrier on group '%s': %s", g->name().c_str(),
                                     verdict.c_str()));
+}
+
+void load_backend_plugin(const std::string& path) {
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  PADDLE_ENFORCE_NOT_NULL(handle, phi::errors::InvalidArgument(
+                                      "load_backend_plugin: cannot load '%s': %s", path.c_str(),
+                                      dlerror()));
+  using Init = void (*)();
+  auto init = reinterpret_cast<Init>(dlsym(handle, "paddle_like_backend_plugin_init"));
+  if (init == nullptr) {
+    dlclose(handle);
+    PADDLE_THROW(phi::errors::InvalidArgument(
+        "load_backend_plugin: '%s' has no paddle_like_backend_plugin_init().", path.c_str()));
+  }
+  init();  // the library stays loaded: its backend's creator lives in it
 }
 
 void register_backend(const std::string& name, distributed::BackendCreator creator,

@@ -21,6 +21,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,9 +44,26 @@ using Store = phi::distributed::Store;
 constexpr std::chrono::milliseconds kUnsetTimeout = distributed::ProcessGroup::kUnsetTimeout;
 
 // ------------------------------------------------------------------ Work
+class Work;
+// Completion of a Work, for callbacks (DataParallel comm hooks): then(cb) runs cb(work) once
+// the op has ended (successfully or not: see work.exception()) on a thread of its own, and
+// returns a Future that ends when cb has run.
+class Future {
+ public:
+  Future(std::shared_ptr<Work> work, std::shared_future<void> done);
+  std::shared_ptr<Future> then(std::function<void(Work&)> callback);
+  // Blocks until the op (and, for a then() future, its callback) has ended; rethrows the
+  // callback's exception.
+  void wait();
+
+ private:
+  std::shared_ptr<Work> work_;
+  std::shared_future<void> done_;
+};
+
 // The handle of an issued op. wait() blocks (at most `timeout`, by default the group's) and
 // rethrows the op's error.
-class Work {
+class Work : public std::enable_shared_from_this<Work> {
  public:
   Work(distributed::ProcessGroup::TaskPtr task, std::chrono::milliseconds group_timeout);
   bool wait(std::chrono::milliseconds timeout = kUnsetTimeout);
@@ -54,6 +73,7 @@ class Work {
   // The op's error, or nullptr.
   std::exception_ptr exception();
   int source_rank() const;  // the sender of a receive from any source, after wait()
+  std::shared_ptr<Future> get_future();
 
  private:
   distributed::ProcessGroup::TaskPtr task_;
@@ -61,6 +81,10 @@ class Work {
   std::exception_ptr error_;
 };
 using WorkPtr = std::shared_ptr<Work>;
+
+// Names the ops this thread issues while it lives: the name is in the flight recorder and in
+// every error about them. `dist::record_comm scope("grad bucket 3");`
+using record_comm = distributed::CommNameScope;
 
 // ------------------------------------------------------------------ groups
 class Group {
@@ -230,6 +254,12 @@ std::pair<GroupPtr, std::vector<GroupPtr>> new_subgroups_by_enumeration(
 // in init_process_group / new_group. See distributed/backend_registry.h.
 void register_backend(const std::string& name, distributed::BackendCreator creator,
                       const std::vector<std::string>& devices);
+// Loads a backend plugin: a shared library exporting
+//   extern "C" void paddle_like_backend_plugin_init();
+// which calls register_backend(). The program must export its symbols to the plugin (CMake
+// ENABLE_EXPORTS), as the plugin uses this library's copy of the runtime. Raises
+// InvalidArgument naming the path and dlerror() when it cannot be loaded.
+void load_backend_plugin(const std::string& path);
 
 }  // namespace dist
 }  // namespace paddle_like

@@ -54,6 +54,35 @@ std::exception_ptr Work::exception() {
 
 int Work::source_rank() const { return task_->source_rank(); }
 
+std::shared_ptr<Future> Work::get_future() {
+  auto self = shared_from_this();
+  // Ends when the op ends; the op's error stays in the Work (exception()), not here.
+  std::shared_future<void> done =
+      std::async(std::launch::async, [self] {
+        try {
+          self->wait();
+        } catch (...) {
+        }
+      }).share();
+  return std::make_shared<Future>(self, std::move(done));
+}
+
+Future::Future(std::shared_ptr<Work> work, std::shared_future<void> done)
+    : work_(std::move(work)), done_(std::move(done)) {}
+
+std::shared_ptr<Future> Future::then(std::function<void(Work&)> callback) {
+  auto work = work_;
+  auto before = done_;
+  std::shared_future<void> done =
+      std::async(std::launch::async, [work, before, cb = std::move(callback)] {
+        before.wait();
+        cb(*work);
+      }).share();
+  return std::make_shared<Future>(work_, std::move(done));
+}
+
+void Future::wait() { done_.get(); }
+
 // ------------------------------------------------------------------ backend configs
 namespace {
 

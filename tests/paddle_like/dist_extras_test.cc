@@ -1,0 +1,114 @@
+// The loopback backend, named comm scopes, Work futures and backend plugins.
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "distributed/process_group_with_stream.h"
+#include "paddle_like/dist/distributed.h"
+#include "phi/core/distributed/store/hash_store.h"
+#include "phi/core/errors.h"
+#include "tests/harness/multiprocess.h"
+
+namespace paddle_like {
+namespace testing {
+namespace {
+
+using phi::DenseTensor;
+
+DenseTensor Ints(std::vector<int64_t> v) { return DenseTensor::FromVector(v); }
+int64_t At(const DenseTensor& t, int64_t i) { return t.data<int64_t>()[i]; }
+
+void InitLocal(const std::string& backend) {
+  dist::InitOptions o;
+  o.backend = backend;
+  o.store = std::make_shared<phi::distributed::HashStore>(std::chrono::seconds(10));
+  o.rank = 0;
+  o.world_size = 1;
+  dist::init_process_group(o);
+}
+
+TEST(DistFake, OneRankInProcessWithRealResults) {
+  InitLocal("fake");
+  DenseTensor t = Ints({3, 4});
+  dist::all_reduce(&t, dist::ReduceOp::AVG);
+  EXPECT_EQ(At(t, 1), 4);
+  std::vector<DenseTensor> list;
+  dist::all_gather(&list, t);
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(At(list[0], 0), 3);
+  dist::destroy_process_group();
+}
+
+TEST(DistFake, RefusesMoreThanOneRank) {
+  distributed::BackendOptions o;
+  o.size = 2;
+  EXPECT_THROW(distributed::BackendRegistry::Instance().Create("fake", o),
+               phi::InvalidArgumentError);
+}
+
+TEST(DistFutures, ThenRunsAfterTheOpAndChains) {
+  InitLocal("fake");
+  DenseTensor t = Ints({5});
+  auto work = dist::all_reduce(&t, dist::ReduceOp::SUM, {nullptr, true});
+  std::atomic<int> order{0};
+  int first = -1, second = -1;
+  auto f = work->get_future()
+               ->then([&](dist::Work& w) {
+                 EXPECT_TRUE(w.is_completed());
+                 EXPECT_TRUE(w.is_success());
+                 first = order++;
+               })
+               ->then([&](dist::Work&) { second = order++; });
+  f->wait();
+  EXPECT_EQ(first, 0);
+  EXPECT_EQ(second, 1);
+  EXPECT_EQ(At(t, 0), 5);
+  dist::destroy_process_group();
+}
+
+TEST(DistRecordComm, TheNameIsInTheFlightRecorderAndInErrors) {
+  RunRanks(2, [](const RankContext& ctx) {
+    dist::InitOptions o;
+    o.backend = "gloo";
+    o.timeout = std::chrono::seconds(2);
+    dist::init_process_group(o);
+    DenseTensor t = Ints({1});
+    {
+      dist::record_comm scope("grad bucket 7");
+      dist::all_reduce(&t);
+    }
+    auto* pg = dynamic_cast<distributed::ProcessGroupWithStream*>(
+        dist::world()->backend_for("cpu"));
+    ASSERT_NE(pg, nullptr);
+    EXPECT_NE(pg->DumpRecentOps().find("'grad bucket 7'"), std::string::npos)
+        << pg->DumpRecentOps();
+    if (ctx.rank == 0) {  // rank 1 never joins: the timeout names the scope
+      dist::record_comm scope("tp all-gather");
+      try {
+        dist::all_reduce(&t);
+        ADD_FAILURE() << "all_reduce without rank 1 returned";
+      } catch (const phi::EnforceNotMet& e) {
+        EXPECT_NE(std::string(e.what()).find("'tp all-gather'"), std::string::npos) << e.what();
+      }
+      ctx.store->set("done", "1");
+    } else {
+      ctx.store->wait({"done"}, std::chrono::seconds(30));
+    }
+  });
+}
+
+TEST(DistPlugins, ABackendFromASharedLibrary) {
+  ASSERT_FALSE(dist::is_backend_available("plugin_gloo"));
+  EXPECT_THROW(dist::load_backend_plugin("/nonexistent/plugin.so"), phi::InvalidArgumentError);
+  dist::load_backend_plugin(TEST_BACKEND_PLUGIN);
+  ASSERT_TRUE(dist::is_backend_available("PLUGIN_GLOO"));
+  InitLocal("plugin_gloo");
+  DenseTensor t = Ints({9});
+  dist::broadcast(&t, 0);
+  EXPECT_EQ(At(t, 0), 9);
+  dist::destroy_process_group();
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace paddle_like
