@@ -123,6 +123,76 @@ WorkPtr all_gather_coalesced(std::vector<std::vector<DenseTensor>>* outputs,
   return std::make_shared<Work>(task, g->timeout());
 }
 
+WorkPtr all_gather_single_coalesced(std::vector<DenseTensor>* outputs,
+                                    const std::vector<DenseTensor>& inputs,
+                                    const CollectiveOptions& o) {
+  GroupPtr g = Member(o.group);
+  if (!g || inputs.empty()) return nullptr;
+  PADDLE_ENFORCE_NOT_NULL(outputs, phi::errors::InvalidArgument(
+                                       "all_gather_single_coalesced: outputs is null."));
+  PADDLE_ENFORCE(outputs->empty() || outputs->size() == inputs.size(),
+                 phi::errors::InvalidArgument(
+                     "all_gather_single_coalesced: one output per input (%zu), but got %zu.",
+                     inputs.size(), outputs->size()));
+  outputs->resize(inputs.size());
+  ProcessGroup* pg = g->backend_for(DeviceOf(inputs[0]));
+  auto task = Coalesced(pg, [&] {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      pg->AllGather(&(*outputs)[i], inputs[i], 0, -1, false, false);
+    }
+  });
+  auto work = std::make_shared<Work>(task, g->timeout());
+  if (!o.async_op) work->wait();
+  return work;
+}
+
+WorkPtr reduce_scatter_single_coalesced(std::vector<DenseTensor>* outputs,
+                                        const std::vector<DenseTensor>& inputs, ReduceOp op,
+                                        const CollectiveOptions& o) {
+  GroupPtr g = Member(o.group);
+  if (!g || inputs.empty()) return nullptr;
+  PADDLE_ENFORCE_NOT_NULL(outputs, phi::errors::InvalidArgument(
+                                       "reduce_scatter_single_coalesced: outputs is null."));
+  PADDLE_ENFORCE(outputs->empty() || outputs->size() == inputs.size(),
+                 phi::errors::InvalidArgument(
+                     "reduce_scatter_single_coalesced: one output per input (%zu), but got "
+                     "%zu.",
+                     inputs.size(), outputs->size()));
+  outputs->resize(inputs.size());
+  ProcessGroup* pg = g->backend_for(DeviceOf(inputs[0]));
+  distributed::ReduceScatterOptions opts;
+  opts.reduce_op = op;
+  auto task = Coalesced(pg, [&] {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      pg->ReduceScatter(&(*outputs)[i], inputs[i], opts, false, false);
+    }
+  });
+  auto work = std::make_shared<Work>(task, g->timeout());
+  if (!o.async_op) work->wait();
+  return work;
+}
+
+GroupPtr split_group(const GroupPtr& parent, const std::vector<std::vector<int>>& split_ranks,
+                     const NewGroupOptions& options) {
+  GroupPtr p = parent ? parent : world();
+  for (const auto& ranks : split_ranks) {
+    for (int r : ranks) {
+      PADDLE_ENFORCE(get_group_rank(p, r) >= 0,
+                     phi::errors::InvalidArgument(
+                         "split_group: rank %d is not in the parent group '%s'.", r,
+                         p->name().c_str()));
+    }
+  }
+  NewGroupOptions o = options;
+  if (o.backend.empty()) o.backend = p->backend_config();
+  if (o.timeout <= std::chrono::milliseconds::zero()) o.timeout = p->timeout();
+  auto [mine, all] = new_subgroups_by_enumeration(split_ranks, o);
+  if (mine) return mine;
+  // In none of them: a non-member handle (the last split's, seen from outside).
+  PADDLE_ENFORCE(!all.empty(), phi::errors::InvalidArgument("split_group: no split given."));
+  return all.back();
+}
+
 std::pair<GroupPtr, std::vector<GroupPtr>> new_subgroups_by_enumeration(
     const std::vector<std::vector<int>>& ranks_per_subgroup, const NewGroupOptions& options) {
   std::set<int> seen;

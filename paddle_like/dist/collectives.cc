@@ -189,6 +189,48 @@ WorkPtr scatter(DenseTensor* tensor, const std::vector<DenseTensor>& scatter_lis
   return Finish(Backend(g, *tensor)->Scatter(tensor, flat, opts, false, false), g, o.async_op);
 }
 
+WorkPtr reduce_scatter(DenseTensor* output, const std::vector<DenseTensor>& inputs, ReduceOp op,
+                       const CollectiveOptions& o) {
+  GroupPtr g = Resolve(o.group, "reduce_scatter");
+  if (!g) return nullptr;
+  PADDLE_ENFORCE(static_cast<int>(inputs.size()) == g->size(),
+                 phi::errors::InvalidArgument(
+                     "reduce_scatter: the input list needs one tensor per rank of the group "
+                     "(%d), but has %zu.",
+                     g->size(), inputs.size()));
+  PADDLE_ENFORCE_NOT_NULL(output, phi::errors::InvalidArgument("reduce_scatter: output is null."));
+  // The list as one tensor of size() blocks, then the tensor form.
+  const int64_t n = inputs[0].numel();
+  DenseTensor flat;
+  flat.AllocateLike(inputs[0].place(), inputs[0].dtype(), phi::DDim({n * g->size()}));
+  for (int r = 0; r < g->size(); ++r) {
+    const DenseTensor& part = inputs[static_cast<size_t>(r)];
+    PADDLE_ENFORCE(part.numel() == n && part.dtype() == inputs[0].dtype() && part.IsContiguous(),
+                   phi::errors::InvalidArgument(
+                       "reduce_scatter: input %d must be a contiguous %s tensor of %lld "
+                       "elements like input 0.",
+                       r, phi::DataTypeToString(inputs[0].dtype()), static_cast<long long>(n)));
+    phi::memory::Copy(flat.place(), flat.FlatView(r * n, n).data(), part.place(), part.data(),
+                      static_cast<size_t>(n) * part.element_size(), nullptr);
+  }
+  distributed::ReduceScatterOptions opts;
+  opts.reduce_op = op;
+  return Finish(Backend(g, flat)->ReduceScatter(output, flat, opts, false, false), g, o.async_op);
+}
+
+WorkPtr gather_into_tensor(DenseTensor* output, const DenseTensor& input, int dst,
+                           const CollectiveOptions& o) {
+  GroupPtr g = Resolve(o.group, "gather_into_tensor");
+  if (!g) return nullptr;
+  distributed::GatherOptions opts;
+  opts.root_rank = GroupRankOf(g, dst, "gather_into_tensor dst");
+  return Finish(Backend(g, input)->Gather(output, input, opts, false, false), g, o.async_op);
+}
+
+bool supports_complex(ReduceOp op) {
+  return op == ReduceOp::SUM || op == ReduceOp::AVG || op == ReduceOp::PREMUL_SUM;
+}
+
 WorkPtr barrier(const CollectiveOptions& o) {
   GroupPtr g = Resolve(o.group, "barrier");
   if (!g) return nullptr;

@@ -97,7 +97,11 @@ class Group {
   int rank() const { return rank_; }  // this process's group rank; -1 when not a member
   int size() const { return static_cast<int>(ranks_.size()); }
   const std::string& backend_config() const { return backend_config_; }
-  std::chrono::milliseconds timeout() const { return timeout_; }
+  std::chrono::milliseconds timeout() const { return timeout_.load(); }
+  void set_timeout(std::chrono::milliseconds t) { timeout_.store(t); }
+  const std::map<std::string, std::string>& backend_by_device() const {
+    return backend_by_device_;
+  }
   // The group's own namespace in the store (what its backends and monitored barriers use).
   const std::shared_ptr<Store>& store() const { return store_; }
   // The serial of the next monitored_barrier on this group (every member counts alike).
@@ -118,7 +122,7 @@ class Group {
   std::string backend_config_;
   std::map<std::string, std::string> backend_by_device_;  // "cpu" -> "gloo"
   std::shared_ptr<Store> store_;                          // the group's (prefixed) store
-  std::chrono::milliseconds timeout_;
+  std::atomic<std::chrono::milliseconds> timeout_;
   std::atomic<int> monitored_barriers_{0};
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<distributed::ProcessGroup>> backends_;
@@ -144,6 +148,10 @@ GroupPtr world();  // PreconditionNotMet before init
 int get_rank(const GroupPtr& group = nullptr);        // -1 when not a member
 int get_world_size(const GroupPtr& group = nullptr);  // -1 when not a member
 std::string get_backend(const GroupPtr& group = nullptr);
+// The device -> backend map of a group, as "cpu:gloo,cuda:nccl".
+std::string get_backend_config(const GroupPtr& group = nullptr);
+// The timeout of later waits and later-created backends of `group` (null: the world).
+void set_timeout(std::chrono::milliseconds timeout, const GroupPtr& group = nullptr);
 // The backend of `device` in the default config of this build ("gloo" for "cpu").
 std::string get_default_backend_for_device(const std::string& device);
 bool is_available();
@@ -204,6 +212,16 @@ int recv(DenseTensor* tensor, int src = kAnySource, const P2POptions& o = {});
 WorkPtr isend(const DenseTensor& tensor, int dst, const P2POptions& o = {});
 WorkPtr irecv(DenseTensor* tensor, int src = kAnySource, const P2POptions& o = {});
 
+// reduce_scatter with lists: `inputs` has one tensor per group rank; rank r gets the
+// reduction of every rank's inputs[r].
+WorkPtr reduce_scatter(DenseTensor* output, const std::vector<DenseTensor>& inputs,
+                       ReduceOp op = ReduceOp::SUM, const CollectiveOptions& o = {});
+// Gather into one tensor of size() blocks on dst (global rank).
+WorkPtr gather_into_tensor(DenseTensor* output, const DenseTensor& input, int dst,
+                           const CollectiveOptions& o = {});
+// Whether `op` applies to complex tensors (run as their real view): SUM, AVG, PREMUL_SUM.
+bool supports_complex(ReduceOp op);
+
 // ------------------------------------------------------------------ batches
 // One op of a batch_isend_irecv: a send (tensor read) or a receive (tensor written) with a
 // global peer rank and a tag.
@@ -248,6 +266,22 @@ std::pair<GroupPtr, std::vector<GroupPtr>> new_subgroups(int group_size,
 // Groups of the given global ranks (disjoint); every rank creates all of them.
 std::pair<GroupPtr, std::vector<GroupPtr>> new_subgroups_by_enumeration(
     const std::vector<std::vector<int>>& ranks_per_subgroup, const NewGroupOptions& options = {});
+
+// The coalesced forms of the single-tensor calls: one group of ops, one Work.
+WorkPtr all_gather_single_coalesced(std::vector<DenseTensor>* outputs,
+                                    const std::vector<DenseTensor>& inputs,
+                                    const CollectiveOptions& o = {});
+WorkPtr reduce_scatter_single_coalesced(std::vector<DenseTensor>* outputs,
+                                        const std::vector<DenseTensor>& inputs,
+                                        ReduceOp op = ReduceOp::SUM,
+                                        const CollectiveOptions& o = {});
+
+// Splits `parent` (null: the world) into disjoint groups of the given global ranks, all of
+// which must be in it; returns this rank's group (a non-member Group when it is in none).
+// Every rank of the world calls it with the same split_ranks, as with new_group (a rank
+// outside the parent gets a non-member handle): group ids stay agreed.
+GroupPtr split_group(const GroupPtr& parent, const std::vector<std::vector<int>>& split_ranks,
+                     const NewGroupOptions& options = {});
 
 // ------------------------------------------------------------------ backends
 // Process-wide: adds a backend (name case-insensitive) serving `devices`, creatable by name

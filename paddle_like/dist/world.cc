@@ -172,7 +172,7 @@ distributed::ProcessGroup* Group::backend_for(const std::string& device) {
     o.rank = rank_;
     o.size = size();
     o.gid = gid_;
-    o.timeout = timeout_;
+    o.timeout = timeout();
     pg = BackendRegistry::Instance().Create(it->second, o);
   }
   return pg.get();
@@ -303,6 +303,21 @@ int get_world_size(const GroupPtr& group) {
   return g->is_member() ? g->size() : -1;
 }
 std::string get_backend(const GroupPtr& group) { return Or(group)->backend_config(); }
+
+std::string get_backend_config(const GroupPtr& group) {
+  std::string config;
+  for (const auto& kv : Or(group)->backend_by_device()) {
+    config += (config.empty() ? "" : ",") + kv.first + ":" + kv.second;
+  }
+  return config;
+}
+
+void set_timeout(std::chrono::milliseconds timeout, const GroupPtr& group) {
+  PADDLE_ENFORCE(timeout > std::chrono::milliseconds::zero(),
+                 phi::errors::InvalidArgument("set_timeout needs a positive timeout, got %lld ms.",
+                                              static_cast<long long>(timeout.count())));
+  Or(group)->set_timeout(timeout);
+}
 
 std::string get_default_backend_for_device(const std::string& device) {
   auto by_device = ParseBackendConfig(DefaultConfig());

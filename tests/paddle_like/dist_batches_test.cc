@@ -106,6 +106,61 @@ TEST_P(DistBatches, SubgroupHelpers) {
   });
 }
 
+TEST_P(DistBatches, ListAndCoalescedFormsSplitsAndSettings) {
+  RunRanks(GetParam(), [](const RankContext& ctx) {
+    Init();
+    const int r = ctx.rank, n = ctx.world_size;
+    std::vector<DenseTensor> ins;
+    for (int q = 0; q < n; ++q) ins.push_back(Ints({10 * r + q, 1}));
+    DenseTensor out;
+    dist::reduce_scatter(&out, ins);
+    EXPECT_EQ(At(out, 0), 10 * n * (n - 1) / 2 + n * r);
+    EXPECT_EQ(At(out, 1), n);
+    DenseTensor gathered;
+    dist::gather_into_tensor(&gathered, Ints({r, r}), 0);
+    if (r == 0) {
+      for (int q = 0; q < n; ++q) EXPECT_EQ(At(gathered, 2 * q + 1), q);
+    }
+    std::vector<DenseTensor> ag, rs;
+    dist::all_gather_single_coalesced(&ag, {Ints({r}), Ints({r, r})});
+    EXPECT_EQ(At(ag[1], 2 * (n - 1)), n - 1);
+    std::vector<int64_t> block(static_cast<size_t>(n), r + 1);
+    dist::reduce_scatter_single_coalesced(&rs, {Ints(block), Ints(block)});
+    EXPECT_EQ(At(rs[0], 0), n * (n + 1) / 2);
+    // A split of a split: halves, then each half into singles.
+    std::vector<int> lo, hi;
+    for (int q = 0; q < n; ++q) (q < (n + 1) / 2 ? lo : hi).push_back(q);
+    std::vector<std::vector<int>> halves{lo};
+    if (!hi.empty()) halves.push_back(hi);
+    auto [half, all_halves] = dist::new_subgroups_by_enumeration(halves);
+    EXPECT_TRUE(half->is_member());
+    // Every rank splits every half, in the same order (group ids stay agreed); a rank
+    // outside a half gets a non-member handle.
+    dist::GroupPtr single;
+    for (const auto& h : all_halves) {
+      std::vector<std::vector<int>> singles;
+      for (int q : h->ranks()) singles.push_back({q});
+      auto g = dist::split_group(h, singles);
+      if (h == half) single = g;
+    }
+    EXPECT_EQ(single->ranks(), std::vector<int>{r});
+    EXPECT_TRUE(single->is_member());
+    DenseTensor t = Ints({r + 1});
+    dist::all_reduce(&t, dist::ReduceOp::SUM, {half, false});
+    int64_t sum = 0;
+    for (int q : half->ranks()) sum += q + 1;
+    EXPECT_EQ(At(t, 0), sum);
+    EXPECT_THROW(dist::split_group(half, {{n + 5}}), phi::InvalidArgumentError);
+    EXPECT_EQ(dist::get_backend_config(), "cpu:gloo");
+    dist::set_timeout(std::chrono::seconds(7));
+    EXPECT_EQ(dist::world()->timeout(), std::chrono::seconds(7));
+    EXPECT_THROW(dist::set_timeout(std::chrono::seconds(0)), phi::InvalidArgumentError);
+    EXPECT_TRUE(dist::supports_complex(dist::ReduceOp::AVG));
+    EXPECT_FALSE(dist::supports_complex(dist::ReduceOp::MAX));
+    dist::destroy_process_group();
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(WorldSizes, DistBatches, ::testing::Values(1, 2, 3, 4),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return "world" + std::to_string(i.param);
