@@ -106,6 +106,8 @@ class Group {
   const std::shared_ptr<Store>& store() const { return store_; }
   // The serial of the next monitored_barrier on this group (every member counts alike).
   int NextMonitoredBarrier() { return ++monitored_barriers_; }
+  // Destroys this group's backends (shrink_group's abort); later calls make new ones.
+  void drop_backends();
   // The process group serving `device` ("cpu", "cuda"), created on first use. Raises
   // InvalidArgument when the group's backend config has none for it.
   distributed::ProcessGroup* backend_for(const std::string& device);
@@ -166,6 +168,20 @@ struct NewGroupOptions {
 };
 // `ranks`: global ranks (empty: all). Duplicates or out-of-range ranks: InvalidArgument.
 GroupPtr new_group(std::vector<int> ranks = {}, const NewGroupOptions& options = {});
+struct ShrinkOptions {
+  // Destroy the parent's backends first (their pending ops end as errors within the
+  // timeout): the way out of a group whose member died mid-op.
+  bool abort = false;
+  std::chrono::milliseconds timeout = kUnsetTimeout;  // the parent's
+};
+// A group of the parent's ranks minus `ranks_to_exclude` (global ranks). Only the ranks
+// that stay call it, in the same order; it never contacts an excluded rank (survivors meet
+// through the store), so it works when they are dead. The caller being excluded, a rank
+// not in the group, or excluding every rank: InvalidArgument. Shrinking the world replaces
+// it, and its ranks are renumbered 0..n-1 in their old order (get_rank() changes; groups
+// made before keep the old numbering and should be made again).
+GroupPtr shrink_group(const std::vector<int>& ranks_to_exclude, const GroupPtr& group = nullptr,
+                      const ShrinkOptions& options = {});
 int get_group_rank(const GroupPtr& group, int global_rank);  // -1 when not in it
 int get_global_rank(const GroupPtr& group, int group_rank);
 std::vector<int> get_process_group_ranks(const GroupPtr& group);

@@ -178,6 +178,15 @@ distributed::ProcessGroup* Group::backend_for(const std::string& device) {
   return pg.get();
 }
 
+void Group::drop_backends() {
+  std::map<std::string, std::shared_ptr<distributed::ProcessGroup>> doomed;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    doomed.swap(backends_);
+  }
+  // Destroyed outside the lock: each drains its streams within its timeout.
+}
+
 // ------------------------------------------------------------------ the world
 class World {
  public:
@@ -253,6 +262,60 @@ class World {
                            std::move(by_device),
                            o.timeout > std::chrono::milliseconds::zero() ? o.timeout
                                                                           : timeout_);
+  }
+
+  GroupPtr Shrink(const std::vector<int>& excluded, const GroupPtr& group,
+                  const ShrinkOptions& o) {
+    GroupPtr w = world();
+    GroupPtr parent = group ? group : w;
+    std::set<int> out;
+    for (int r : excluded) {
+      PADDLE_ENFORCE(get_group_rank(parent, r) >= 0,
+                     phi::errors::InvalidArgument(
+                         "shrink_group: rank %d is not in group '%s'.", r, parent->name().c_str()));
+      out.insert(r);
+    }
+    PADDLE_ENFORCE(static_cast<int>(out.size()) < parent->size(),
+                   phi::errors::InvalidArgument("shrink_group: it would exclude every rank of "
+                                                "group '%s'.",
+                                                parent->name().c_str()));
+    PADDLE_ENFORCE(out.count(global_rank()) == 0,
+                   phi::errors::InvalidArgument(
+                       "shrink_group: this rank (%d) is one of the excluded ranks of group "
+                       "'%s'.",
+                       global_rank(), parent->name().c_str()));
+    PADDLE_ENFORCE(parent->is_member(), phi::errors::InvalidArgument(
+                                            "shrink_group: this rank is not in group '%s'.",
+                                            parent->name().c_str()));
+    if (o.abort) parent->drop_backends();
+    std::vector<int> stay;
+    for (int r : parent->ranks()) {
+      if (out.count(r) == 0) stay.push_back(r);
+    }
+    const auto timeout =
+        o.timeout > std::chrono::milliseconds::zero() ? o.timeout : parent->timeout();
+    std::lock_guard<std::mutex> lk(mu_);
+    const int gid = next_gid_++;
+    const std::string name = parent->name() + "_shrunk_" + std::to_string(gid);
+    if (parent != world_) {
+      return MakeGroupLocked(name, gid, std::move(stay), parent->backend_config(),
+                             parent->backend_by_device(), timeout);
+    }
+    // The world: renumbered 0..n-1 in the old order.
+    const int me = static_cast<int>(std::find(stay.begin(), stay.end(), global_rank_) -
+                                    stay.begin());
+    std::vector<int> renumbered(stay.size());
+    for (size_t i = 0; i < stay.size(); ++i) renumbered[i] = static_cast<int>(i);
+    global_rank_ = me;
+    groups_.erase(world_->gid());
+    world_ = MakeGroupLocked(name, gid, std::move(renumbered), world_->backend_config(),
+                             world_->backend_by_device(), timeout);
+    return world_;
+  }
+
+  int global_rank() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return global_rank_;
   }
 
   void Destroy(const GroupPtr& group) {
@@ -335,6 +398,11 @@ bool is_backend_available(const std::string& backend) {
 bool is_gloo_available() { return is_backend_available("gloo"); }
 bool is_nccl_available() { return is_backend_available("nccl"); }
 bool is_mpi_available() { return is_backend_available("mpi"); }
+
+GroupPtr shrink_group(const std::vector<int>& ranks_to_exclude, const GroupPtr& group,
+                      const ShrinkOptions& options) {
+  return World::Get().Shrink(ranks_to_exclude, group, options);
+}
 
 GroupPtr new_group(std::vector<int> ranks, const NewGroupOptions& options) {
   return World::Get().NewGroup(std::move(ranks), options);
