@@ -73,6 +73,17 @@ class GlooCommContext : public CommContext {
     DataType dtype;
     Reduction red;
   };
+  // A send or receive of an open group, posted at the outermost GroupEnd (see gloo_p2p.cc).
+  struct DeferredP2P {
+    bool is_send;
+    const void* src;
+    void* dst;
+    int64_t count;
+    DataType dtype;
+    int peer;  // kAnyPeer allowed for a receive
+    int tag;
+    int* source;
+  };
   // A posted send: its header message (with the payload when small) and, for a large
   // payload, the payload's own buffer.
   struct PostedSend {
@@ -104,6 +115,9 @@ class GlooCommContext : public CommContext {
   PostedRecv PostRecv(void* recv, int64_t count, DataType dtype, int peer, int tag,
                       int* source);
   void FinishRecv(PostedRecv* r);
+  void CheckPeer(int peer, bool any_allowed, const char* what) const;
+  // Posts and finishes a group's deferred sends and receives; raises the first error.
+  void RunDeferredP2P(const std::vector<DeferredP2P>& ops);
   void WaitSend(::gloo::transport::UnboundBuffer* buf, int peer);
   int WaitRecv(::gloo::transport::UnboundBuffer* buf, int peer);
 
@@ -124,8 +138,7 @@ class GlooCommContext : public CommContext {
   // Group state; only the comm stream's thread touches it.
   int depth_ = 0;
   std::vector<PendingAllReduce> pending_allreduce_;
-  std::vector<PostedSend> pending_sends_;
-  std::vector<PostedRecv> pending_recvs_;
+  std::vector<DeferredP2P> pending_p2p_;
   static constexpr size_t kMaxKeptScratch = size_t{256} << 20;
   std::vector<char> rs_acc_, rs_incoming_;  // ReduceScatter scratch
   std::vector<char> reduce_scratch_;        // non-root output of Reduce

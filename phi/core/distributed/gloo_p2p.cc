@@ -10,6 +10,7 @@
 // exactly the size that comes. A mismatch is drained into scratch, so the pair stays in
 // step, and raised on the receiver as InvalidArgument naming both sides (the sender's op
 // completes: its data was delivered whole, as MPI reports truncation at the receiver).
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -33,12 +34,18 @@ struct P2PHeader {
 
 }  // namespace
 
+void GlooCommContext::CheckPeer(int peer, bool any_allowed, const char* what) const {
+  PADDLE_ENFORCE((any_allowed && peer == kAnyPeer) ||
+                     (peer != GetRank() && peer >= 0 && peer < GetSize()),
+                 errors::InvalidArgument("%s: %s rank %d: the peer must be another rank in "
+                                         "[0, %d)%s.",
+                                         describe_.c_str(), what, peer, GetSize(),
+                                         any_allowed ? ", or any source" : ""));
+}
+
 GlooCommContext::PostedSend GlooCommContext::PostSend(const void* send, int64_t count,
                                                       DataType dtype, int peer, int tag) {
-  PADDLE_ENFORCE(peer != GetRank() && peer >= 0 && peer < GetSize(),
-                 errors::InvalidArgument("%s: send to rank %d: the peer must be another rank "
-                                         "in [0, %d).",
-                                         describe_.c_str(), peer, GetSize()));
+  CheckPeer(peer, false, "send to");
   Call("send", [&] { mesh_->EnsurePeer(peer); });
   const size_t bytes = static_cast<size_t>(count) * SizeOf(dtype);
   const bool eager = bytes <= kEagerBytes;
@@ -65,10 +72,7 @@ void GlooCommContext::FinishSend(PostedSend* s) {
 GlooCommContext::PostedRecv GlooCommContext::PostRecv(void* recv, int64_t count,
                                                       DataType dtype, int peer, int tag,
                                                       int* source) {
-  PADDLE_ENFORCE(peer == kAnyPeer || (peer != GetRank() && peer >= 0 && peer < GetSize()),
-                 errors::InvalidArgument("%s: recv from rank %d: the peer must be another "
-                                         "rank in [0, %d), or any source.",
-                                         describe_.c_str(), peer, GetSize()));
+  CheckPeer(peer, true, "recv from");
   PostedRecv r;
   r.dst = recv;
   r.count = count;
@@ -144,38 +148,67 @@ void GlooCommContext::FinishRecv(PostedRecv* r) {
 
 void GlooCommContext::Send(const void* send, int64_t count, DataType dtype, int peer, int tag,
                            Stream*) {
-  PostedSend s = PostSend(send, count, dtype, peer, tag);
   if (depth_ > 0) {
-    pending_sends_.push_back(std::move(s));
-  } else {
-    FinishSend(&s);
+    CheckPeer(peer, false, "send to");
+    pending_p2p_.push_back(DeferredP2P{true, send, nullptr, count, dtype, peer, tag, nullptr});
+    return;
   }
+  PostedSend s = PostSend(send, count, dtype, peer, tag);
+  FinishSend(&s);
 }
 
 void GlooCommContext::Recv(void* recv, int64_t count, DataType dtype, int peer, int tag,
                            Stream*, int* source) {
-  PostedRecv r = PostRecv(recv, count, dtype, peer, tag, source);
   if (depth_ > 0) {
-    pending_recvs_.push_back(std::move(r));
-  } else {
-    FinishRecv(&r);
+    CheckPeer(peer, true, "recv from");
+    pending_p2p_.push_back(DeferredP2P{false, nullptr, recv, count, dtype, peer, tag, source});
+    return;
   }
+  PostedRecv r = PostRecv(recv, count, dtype, peer, tag, source);
+  FinishRecv(&r);
 }
 
-void GlooCommContext::GroupEnd() {
-  PADDLE_ENFORCE(depth_ > 0, errors::PreconditionNotMet("Gloo GroupEnd without GroupStart."));
-  if (--depth_ > 0) return;
-  // Take the batch first, so that a failure below leaves the context clean.
-  auto allreduces = std::move(pending_allreduce_);
-  auto sends = std::move(pending_sends_);
-  auto recvs = std::move(pending_recvs_);
-  pending_allreduce_.clear();
-  pending_sends_.clear();
-  pending_recvs_.clear();
-  // Every send and receive header was posted when called: finish them all in any order,
-  // each one even after another failed (a mismatch drains, so the pairs stay in step);
-  // then raise the first error.
+// A group's sends and receives are posted at its end, after connecting every peer they
+// need in ascending rank order. Connecting in call order could deadlock: in a ring where
+// each rank first sends to its next and then receives from its previous, each may wait as
+// the listening side of its first pair for a peer that is itself waiting on its own first
+// pair. In ascending order on every rank a waiting cycle cannot form (gloo_mesh_internal.h).
+void GlooCommContext::RunDeferredP2P(const std::vector<DeferredP2P>& ops) {
+  if (ops.empty()) return;
+  bool any = false;
+  std::vector<int> peers;
+  for (const auto& op : ops) {
+    if (op.peer == kAnyPeer) {
+      any = true;
+    } else {
+      peers.push_back(op.peer);
+    }
+  }
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  Call("connect", [&] {
+    if (any) {
+      mesh_->EnsureAll();
+    } else {
+      for (int p : peers) mesh_->EnsurePeer(p);
+    }
+  });
+  std::vector<PostedSend> sends;
+  std::vector<PostedRecv> recvs;
   std::exception_ptr first;
+  for (const auto& op : ops) {
+    try {
+      if (op.is_send) {
+        sends.push_back(PostSend(op.src, op.count, op.dtype, op.peer, op.tag));
+      } else {
+        recvs.push_back(PostRecv(op.dst, op.count, op.dtype, op.peer, op.tag, op.source));
+      }
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  // Every message is posted: finish them all in any order, each one even after another
+  // failed (a mismatch drains, so the pairs stay in step); then raise the first error.
   for (auto& r : recvs) {
     try {
       FinishRecv(&r);
@@ -183,28 +216,34 @@ void GlooCommContext::GroupEnd() {
       if (!first) first = std::current_exception();
     }
   }
-  for (auto& s : sends) {
+  for (auto& snd : sends) {
     try {
-      FinishSend(&s);
+      FinishSend(&snd);
     } catch (...) {
       if (!first) first = std::current_exception();
     }
   }
   if (first) std::rethrow_exception(first);
+}
+
+void GlooCommContext::GroupEnd() {
+  PADDLE_ENFORCE(depth_ > 0, errors::PreconditionNotMet("Gloo GroupEnd without GroupStart."));
+  if (--depth_ > 0) return;
+  // Take the batch first, so that a failure below leaves the context clean.
+  auto allreduces = std::move(pending_allreduce_);
+  auto p2p = std::move(pending_p2p_);
+  pending_allreduce_.clear();
+  pending_p2p_.clear();
+  RunDeferredP2P(p2p);
   RunFusedAllReduces(allreduces);
 }
 
 void GlooCommContext::GroupAbort() {
   if (depth_ == 0) return;
   if (--depth_ > 0) return;
-  for (auto& r : pending_recvs_) r.header->abortWaitRecv();
-  for (auto& s : pending_sends_) {
-    s.header->abortWaitSend();
-    if (s.payload) s.payload->abortWaitSend();
-  }
+  // Nothing of the group was posted yet: dropping it is enough.
   pending_allreduce_.clear();
-  pending_sends_.clear();
-  pending_recvs_.clear();
+  pending_p2p_.clear();
 }
 
 void GlooCommContext::WaitSend(::gloo::transport::UnboundBuffer* buf, int peer) {
