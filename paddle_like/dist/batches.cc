@@ -7,6 +7,7 @@
 
 #include "paddle_like/dist/distributed.h"
 #include "phi/core/errors.h"
+#include "phi/core/memcpy.h"
 
 namespace paddle_like {
 namespace dist {
@@ -20,6 +21,23 @@ GroupPtr Member(const GroupPtr& group) {
 }
 
 std::string DeviceOf(const DenseTensor& t) { return t.place().is_gpu() ? "cuda" : "cpu"; }
+
+// Every tensor of one call goes to one backend: a call that mixes places raises.
+template <typename Tensors, typename Get>
+void CheckOnePlace(const Tensors& tensors, Get get, const char* op) {
+  const DenseTensor* first = nullptr;
+  for (const auto& t : tensors) {
+    const DenseTensor* p = get(t);
+    if (p == nullptr) continue;
+    if (first == nullptr) first = p;
+    PADDLE_ENFORCE(p->place() == first->place(),
+                   phi::errors::InvalidArgument(
+                       "%s: every tensor of one call must be on one place, but one is on %s "
+                       "and another on %s.",
+                       op, first->place().DebugString().c_str(),
+                       p->place().DebugString().c_str()));
+  }
+}
 
 // Runs `issue` between StartCoalescing and EndCoalescing on `pg`, closing the group on every
 // path; returns the group's task.
@@ -52,6 +70,7 @@ std::vector<WorkPtr> batch_isend_irecv(const std::vector<P2POp>& ops) {
     PADDLE_ENFORCE_NOT_NULL(op.tensor,
                             phi::errors::InvalidArgument("batch_isend_irecv: a tensor is null."));
   }
+  CheckOnePlace(ops, [](const P2POp& op) { return op.tensor; }, "batch_isend_irecv");
   ProcessGroup* pg = g->backend_for(DeviceOf(*ops[0].tensor));
   std::vector<ProcessGroup::TaskPtr> tasks;
   auto group_task = Coalesced(pg, [&] {
@@ -76,6 +95,7 @@ WorkPtr all_reduce_coalesced(std::vector<DenseTensor*> tensors, ReduceOp op,
   if (!g || tensors.empty()) return nullptr;
   PADDLE_ENFORCE_NOT_NULL(tensors[0],
                           phi::errors::InvalidArgument("all_reduce_coalesced: a tensor is null."));
+  CheckOnePlace(tensors, [](DenseTensor* t) { return t; }, "all_reduce_coalesced");
   ProcessGroup* pg = g->backend_for(DeviceOf(*tensors[0]));
   auto task = Coalesced(pg, [&] {
     for (DenseTensor* t : tensors) {
@@ -123,6 +143,41 @@ WorkPtr all_gather_coalesced(std::vector<std::vector<DenseTensor>>* outputs,
   return std::make_shared<Work>(task, g->timeout());
 }
 
+WorkPtr reduce_scatter_coalesced(std::vector<DenseTensor>* outputs,
+                                 const std::vector<std::vector<DenseTensor>>& input_lists,
+                                 ReduceOp op, const CollectiveOptions& o) {
+  GroupPtr g = Member(o.group);
+  if (!g || input_lists.empty()) return nullptr;
+  PADDLE_ENFORCE_NOT_NULL(outputs, phi::errors::InvalidArgument(
+                                       "reduce_scatter_coalesced: outputs is null."));
+  // Each list as one tensor of size() blocks, then the tensor forms in one group.
+  std::vector<DenseTensor> flats;
+  for (const auto& list : input_lists) {
+    PADDLE_ENFORCE(static_cast<int>(list.size()) == g->size(),
+                   phi::errors::InvalidArgument(
+                       "reduce_scatter_coalesced: every input list needs one tensor per rank "
+                       "of the group (%d), but one has %zu.",
+                       g->size(), list.size()));
+    DenseTensor flat;
+    const int64_t n = list[0].numel();
+    flat.AllocateLike(list[0].place(), list[0].dtype(), phi::DDim({n * g->size()}));
+    for (int r = 0; r < g->size(); ++r) {
+      const DenseTensor& part = list[static_cast<size_t>(r)];
+      PADDLE_ENFORCE(part.numel() == n && part.dtype() == list[0].dtype() &&
+                         part.place() == list[0].place() && part.IsContiguous(),
+                     phi::errors::InvalidArgument(
+                         "reduce_scatter_coalesced: input %d of a list must be a contiguous "
+                         "tensor like its first (%lld elements of %s on %s).",
+                         r, static_cast<long long>(n), phi::DataTypeToString(list[0].dtype()),
+                         list[0].place().DebugString().c_str()));
+      phi::memory::Copy(flat.place(), flat.FlatView(r * n, n).data(), part.place(), part.data(),
+                        static_cast<size_t>(n) * part.element_size(), nullptr);
+    }
+    flats.push_back(std::move(flat));
+  }
+  return reduce_scatter_single_coalesced(outputs, flats, op, o);
+}
+
 WorkPtr all_gather_single_coalesced(std::vector<DenseTensor>* outputs,
                                     const std::vector<DenseTensor>& inputs,
                                     const CollectiveOptions& o) {
@@ -135,6 +190,7 @@ WorkPtr all_gather_single_coalesced(std::vector<DenseTensor>* outputs,
                      "all_gather_single_coalesced: one output per input (%zu), but got %zu.",
                      inputs.size(), outputs->size()));
   outputs->resize(inputs.size());
+  CheckOnePlace(inputs, [](const DenseTensor& t) { return &t; }, "coalesced call");
   ProcessGroup* pg = g->backend_for(DeviceOf(inputs[0]));
   auto task = Coalesced(pg, [&] {
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -159,6 +215,7 @@ WorkPtr reduce_scatter_single_coalesced(std::vector<DenseTensor>* outputs,
                      "%zu.",
                      inputs.size(), outputs->size()));
   outputs->resize(inputs.size());
+  CheckOnePlace(inputs, [](const DenseTensor& t) { return &t; }, "coalesced call");
   ProcessGroup* pg = g->backend_for(DeviceOf(inputs[0]));
   distributed::ReduceScatterOptions opts;
   opts.reduce_op = op;

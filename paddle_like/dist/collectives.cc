@@ -38,8 +38,9 @@ int GroupRankOf(const GroupPtr& g, int global_rank, const char* what) {
   return r;
 }
 
-WorkPtr Finish(ProcessGroup::TaskPtr task, const GroupPtr& g, bool async_op) {
-  auto work = std::make_shared<Work>(std::move(task), g->timeout());
+WorkPtr Finish(ProcessGroup::TaskPtr task, const GroupPtr& g, bool async_op,
+               std::vector<DenseTensor> results = {}) {
+  auto work = std::make_shared<Work>(std::move(task), g->timeout(), std::move(results));
   if (!async_op) work->wait();
   return work;
 }
@@ -55,7 +56,7 @@ WorkPtr all_reduce(DenseTensor* tensor, ReduceOp op, const CollectiveOptions& o)
   if (!g) return nullptr;
   PADDLE_ENFORCE_NOT_NULL(tensor, phi::errors::InvalidArgument("all_reduce: tensor is null."));
   return Finish(Backend(g, *tensor)->AllReduce(tensor, *tensor, {op, 1.0}, false, false), g,
-                o.async_op);
+                o.async_op, {*tensor});
 }
 
 WorkPtr broadcast(DenseTensor* tensor, int src, const CollectiveOptions& o) {
@@ -65,7 +66,7 @@ WorkPtr broadcast(DenseTensor* tensor, int src, const CollectiveOptions& o) {
   distributed::BroadcastOptions opts;
   opts.source_rank = GroupRankOf(g, src, "broadcast src");
   return Finish(Backend(g, *tensor)->Broadcast(tensor, *tensor, opts, false, false), g,
-                o.async_op);
+                o.async_op, {*tensor});
 }
 
 WorkPtr reduce(DenseTensor* tensor, int dst, ReduceOp op, const CollectiveOptions& o) {
@@ -83,7 +84,8 @@ WorkPtr all_gather_into_tensor(DenseTensor* output, const DenseTensor& input,
                                const CollectiveOptions& o) {
   GroupPtr g = Resolve(o.group, "all_gather_into_tensor");
   if (!g) return nullptr;
-  return Finish(Backend(g, input)->AllGather(output, input, 0, -1, false, false), g, o.async_op);
+  auto task = Backend(g, input)->AllGather(output, input, 0, -1, false, false);
+  return Finish(std::move(task), g, o.async_op, {*output});
 }
 
 WorkPtr all_gather(std::vector<DenseTensor>* outputs, const DenseTensor& input,

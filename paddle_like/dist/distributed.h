@@ -65,7 +65,9 @@ class Future {
 // rethrows the op's error.
 class Work : public std::enable_shared_from_this<Work> {
  public:
-  Work(distributed::ProcessGroup::TaskPtr task, std::chrono::milliseconds group_timeout);
+  // `results`: the op's output tensors (they share storage with the caller's).
+  Work(distributed::ProcessGroup::TaskPtr task, std::chrono::milliseconds group_timeout,
+       std::vector<DenseTensor> results = {});
   bool wait(std::chrono::milliseconds timeout = kUnsetTimeout);
   bool is_completed();
   // Completed without an error (false while running).
@@ -74,10 +76,13 @@ class Work : public std::enable_shared_from_this<Work> {
   std::exception_ptr exception();
   int source_rank() const;  // the sender of a receive from any source, after wait()
   std::shared_ptr<Future> get_future();
+  // The op's output tensors (read them after wait()).
+  const std::vector<DenseTensor>& result() const { return results_; }
 
  private:
   distributed::ProcessGroup::TaskPtr task_;
   std::chrono::milliseconds timeout_;
+  std::vector<DenseTensor> results_;
   std::exception_ptr error_;
 };
 using WorkPtr = std::shared_ptr<Work>;
@@ -283,6 +288,11 @@ std::pair<GroupPtr, std::vector<GroupPtr>> new_subgroups(int group_size,
 std::pair<GroupPtr, std::vector<GroupPtr>> new_subgroups_by_enumeration(
     const std::vector<std::vector<int>>& ranks_per_subgroup, const NewGroupOptions& options = {});
 
+// outputs[i] gets the reduction of every rank's input_lists[i][group rank], one coalesced
+// group (the list form of reduce_scatter, for several tensors at once).
+WorkPtr reduce_scatter_coalesced(std::vector<DenseTensor>* outputs,
+                                 const std::vector<std::vector<DenseTensor>>& input_lists,
+                                 ReduceOp op = ReduceOp::SUM, const CollectiveOptions& o = {});
 // The coalesced forms of the single-tensor calls: one group of ops, one Work.
 WorkPtr all_gather_single_coalesced(std::vector<DenseTensor>* outputs,
                                     const std::vector<DenseTensor>& inputs,

@@ -21,8 +21,9 @@ using distributed::BackendOptions;
 using distributed::BackendRegistry;
 
 // ------------------------------------------------------------------ Work
-Work::Work(distributed::ProcessGroup::TaskPtr task, std::chrono::milliseconds group_timeout)
-    : task_(std::move(task)), timeout_(group_timeout) {}
+Work::Work(distributed::ProcessGroup::TaskPtr task, std::chrono::milliseconds group_timeout,
+           std::vector<DenseTensor> results)
+    : task_(std::move(task)), timeout_(group_timeout), results_(std::move(results)) {}
 
 bool Work::wait(std::chrono::milliseconds timeout) {
   try {

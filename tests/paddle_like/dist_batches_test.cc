@@ -124,6 +124,21 @@ TEST_P(DistBatches, ListAndCoalescedFormsSplitsAndSettings) {
     std::vector<DenseTensor> ag, rs;
     dist::all_gather_single_coalesced(&ag, {Ints({r}), Ints({r, r})});
     EXPECT_EQ(At(ag[1], 2 * (n - 1)), n - 1);
+    std::vector<DenseTensor> rsc;
+    std::vector<DenseTensor> list_a, list_b;
+    for (int q = 0; q < n; ++q) {
+      list_a.push_back(Ints({q + 1}));
+      list_b.push_back(Ints({r, q}));
+    }
+    dist::reduce_scatter_coalesced(&rsc, {list_a, list_b});
+    EXPECT_EQ(At(rsc[0], 0), n * (r + 1));
+    EXPECT_EQ(At(rsc[1], 0), n * (n - 1) / 2);
+    EXPECT_EQ(At(rsc[1], 1), n * r);
+    DenseTensor res = Ints({r});
+    auto work = dist::all_reduce(&res, dist::ReduceOp::SUM, {nullptr, true});
+    work->wait();
+    ASSERT_EQ(work->result().size(), 1u);
+    EXPECT_EQ(At(work->result()[0], 0), n * (n - 1) / 2);
     std::vector<int64_t> block(static_cast<size_t>(n), r + 1);
     dist::reduce_scatter_single_coalesced(&rs, {Ints(block), Ints(block)});
     EXPECT_EQ(At(rs[0], 0), n * (n + 1) / 2);
