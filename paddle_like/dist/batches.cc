@@ -6,6 +6,7 @@
 #include <set>
 
 #include "paddle_like/dist/distributed.h"
+#include "paddle_like/dist/tensor_lists_internal.h"
 #include "phi/core/errors.h"
 #include "phi/core/memcpy.h"
 
@@ -19,8 +20,6 @@ GroupPtr Member(const GroupPtr& group) {
   GroupPtr g = group ? group : world();
   return g->is_member() ? g : nullptr;
 }
-
-std::string DeviceOf(const DenseTensor& t) { return t.place().is_gpu() ? "cuda" : "cpu"; }
 
 // Every tensor of one call goes to one backend: a call that mixes places raises.
 template <typename Tensors, typename Get>
@@ -153,80 +152,55 @@ WorkPtr reduce_scatter_coalesced(std::vector<DenseTensor>* outputs,
   // Each list as one tensor of size() blocks, then the tensor forms in one group.
   std::vector<DenseTensor> flats;
   for (const auto& list : input_lists) {
-    PADDLE_ENFORCE(static_cast<int>(list.size()) == g->size(),
-                   phi::errors::InvalidArgument(
-                       "reduce_scatter_coalesced: every input list needs one tensor per rank "
-                       "of the group (%d), but one has %zu.",
-                       g->size(), list.size()));
-    DenseTensor flat;
-    const int64_t n = list[0].numel();
-    flat.AllocateLike(list[0].place(), list[0].dtype(), phi::DDim({n * g->size()}));
-    for (int r = 0; r < g->size(); ++r) {
-      const DenseTensor& part = list[static_cast<size_t>(r)];
-      PADDLE_ENFORCE(part.numel() == n && part.dtype() == list[0].dtype() &&
-                         part.place() == list[0].place() && part.IsContiguous(),
-                     phi::errors::InvalidArgument(
-                         "reduce_scatter_coalesced: input %d of a list must be a contiguous "
-                         "tensor like its first (%lld elements of %s on %s).",
-                         r, static_cast<long long>(n), phi::DataTypeToString(list[0].dtype()),
-                         list[0].place().DebugString().c_str()));
-      phi::memory::Copy(flat.place(), flat.FlatView(r * n, n).data(), part.place(), part.data(),
-                        static_cast<size_t>(n) * part.element_size(), nullptr);
-    }
-    flats.push_back(std::move(flat));
+    PADDLE_ENFORCE(!list.empty(),
+                   phi::errors::InvalidArgument("reduce_scatter_coalesced: a list is empty."));
+    flats.push_back(FlattenList(list, g->size(), -1, "reduce_scatter_coalesced"));
   }
   return reduce_scatter_single_coalesced(outputs, flats, op, o);
 }
 
+namespace {
+// One coalesced group issuing `issue(pg, output, input)` per input; outputs resized to match.
+template <typename Issue>
+WorkPtr CoalescedPerInput(std::vector<DenseTensor>* outputs,
+                          const std::vector<DenseTensor>& inputs, const CollectiveOptions& o,
+                          const char* op, Issue issue) {
+  GroupPtr g = Member(o.group);
+  if (!g || inputs.empty()) return nullptr;
+  PADDLE_ENFORCE_NOT_NULL(outputs, phi::errors::InvalidArgument("%s: outputs is null.", op));
+  PADDLE_ENFORCE(outputs->empty() || outputs->size() == inputs.size(),
+                 phi::errors::InvalidArgument("%s: one output per input (%zu), but got %zu.", op,
+                                              inputs.size(), outputs->size()));
+  outputs->resize(inputs.size());
+  CheckOnePlace(inputs, [](const DenseTensor& t) { return &t; }, op);
+  ProcessGroup* pg = g->backend_for(DeviceOf(inputs[0]));
+  auto task = Coalesced(pg, [&] {
+    for (size_t i = 0; i < inputs.size(); ++i) issue(pg, &(*outputs)[i], inputs[i]);
+  });
+  auto work = std::make_shared<Work>(task, g->timeout(), *outputs);
+  if (!o.async_op) work->wait();
+  return work;
+}
+}  // namespace
+
 WorkPtr all_gather_single_coalesced(std::vector<DenseTensor>* outputs,
                                     const std::vector<DenseTensor>& inputs,
                                     const CollectiveOptions& o) {
-  GroupPtr g = Member(o.group);
-  if (!g || inputs.empty()) return nullptr;
-  PADDLE_ENFORCE_NOT_NULL(outputs, phi::errors::InvalidArgument(
-                                       "all_gather_single_coalesced: outputs is null."));
-  PADDLE_ENFORCE(outputs->empty() || outputs->size() == inputs.size(),
-                 phi::errors::InvalidArgument(
-                     "all_gather_single_coalesced: one output per input (%zu), but got %zu.",
-                     inputs.size(), outputs->size()));
-  outputs->resize(inputs.size());
-  CheckOnePlace(inputs, [](const DenseTensor& t) { return &t; }, "coalesced call");
-  ProcessGroup* pg = g->backend_for(DeviceOf(inputs[0]));
-  auto task = Coalesced(pg, [&] {
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      pg->AllGather(&(*outputs)[i], inputs[i], 0, -1, false, false);
-    }
-  });
-  auto work = std::make_shared<Work>(task, g->timeout());
-  if (!o.async_op) work->wait();
-  return work;
+  return CoalescedPerInput(outputs, inputs, o, "all_gather_single_coalesced",
+                           [](ProcessGroup* pg, DenseTensor* out, const DenseTensor& in) {
+                             pg->AllGather(out, in, 0, -1, false, false);
+                           });
 }
 
 WorkPtr reduce_scatter_single_coalesced(std::vector<DenseTensor>* outputs,
                                         const std::vector<DenseTensor>& inputs, ReduceOp op,
                                         const CollectiveOptions& o) {
-  GroupPtr g = Member(o.group);
-  if (!g || inputs.empty()) return nullptr;
-  PADDLE_ENFORCE_NOT_NULL(outputs, phi::errors::InvalidArgument(
-                                       "reduce_scatter_single_coalesced: outputs is null."));
-  PADDLE_ENFORCE(outputs->empty() || outputs->size() == inputs.size(),
-                 phi::errors::InvalidArgument(
-                     "reduce_scatter_single_coalesced: one output per input (%zu), but got "
-                     "%zu.",
-                     inputs.size(), outputs->size()));
-  outputs->resize(inputs.size());
-  CheckOnePlace(inputs, [](const DenseTensor& t) { return &t; }, "coalesced call");
-  ProcessGroup* pg = g->backend_for(DeviceOf(inputs[0]));
   distributed::ReduceScatterOptions opts;
   opts.reduce_op = op;
-  auto task = Coalesced(pg, [&] {
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      pg->ReduceScatter(&(*outputs)[i], inputs[i], opts, false, false);
-    }
-  });
-  auto work = std::make_shared<Work>(task, g->timeout());
-  if (!o.async_op) work->wait();
-  return work;
+  return CoalescedPerInput(outputs, inputs, o, "reduce_scatter_single_coalesced",
+                           [&opts](ProcessGroup* pg, DenseTensor* out, const DenseTensor& in) {
+                             pg->ReduceScatter(out, in, opts, false, false);
+                           });
 }
 
 GroupPtr split_group(const GroupPtr& parent, const std::vector<std::vector<int>>& split_ranks,

@@ -6,6 +6,7 @@
 #include <glog/logging.h>
 
 #include "paddle_like/dist/distributed.h"
+#include "paddle_like/dist/tensor_lists_internal.h"
 #include "phi/core/errors.h"
 #include "phi/core/memcpy.h"
 
@@ -14,8 +15,6 @@ namespace dist {
 namespace {
 
 using distributed::ProcessGroup;
-
-std::string DeviceOf(const phi::Place& place) { return place.is_gpu() ? "cuda" : "cpu"; }
 
 // The group to run on, or null when this rank is not in it (warned once per process).
 GroupPtr Resolve(const GroupPtr& group, const char* op) {
@@ -46,7 +45,7 @@ WorkPtr Finish(ProcessGroup::TaskPtr task, const GroupPtr& g, bool async_op,
 }
 
 ProcessGroup* Backend(const GroupPtr& g, const DenseTensor& t) {
-  return g->backend_for(DeviceOf(t.place()));
+  return g->backend_for(DeviceOf(t));
 }
 
 }  // namespace
@@ -166,27 +165,12 @@ WorkPtr scatter(DenseTensor* tensor, const std::vector<DenseTensor>& scatter_lis
   opts.root_rank = GroupRankOf(g, src, "scatter src");
   DenseTensor flat;  // the root's list as one tensor of size() blocks
   if (g->rank() == opts.root_rank) {
-    PADDLE_ENFORCE(static_cast<int>(scatter_list.size()) == g->size(),
+    flat = FlattenList(scatter_list, g->size(), tensor->numel(), "scatter");
+    PADDLE_ENFORCE(flat.dtype() == tensor->dtype(),
                    phi::errors::InvalidArgument(
-                       "scatter: the list needs one tensor per rank of the group (%d), but "
-                       "has %zu.",
-                       g->size(), scatter_list.size()));
-    const int64_t n = tensor->numel();
-    flat.AllocateLike(tensor->place(), tensor->dtype(), phi::DDim({n * g->size()}));
-    for (int r = 0; r < g->size(); ++r) {
-      const DenseTensor& part = scatter_list[static_cast<size_t>(r)];
-      PADDLE_ENFORCE(part.numel() == n && part.dtype() == tensor->dtype(),
-                     phi::errors::InvalidArgument(
-                         "scatter: list tensor %d must have %lld elements of %s like the "
-                         "output, but has %lld of %s.",
-                         r, static_cast<long long>(n), phi::DataTypeToString(tensor->dtype()),
-                         static_cast<long long>(part.numel()),
-                         phi::DataTypeToString(part.dtype())));
-      PADDLE_ENFORCE(part.IsContiguous(), phi::errors::InvalidArgument(
-                                              "scatter: list tensor %d is not contiguous.", r));
-      phi::memory::Copy(flat.place(), flat.FlatView(r * n, n).data(), part.place(), part.data(),
-                        static_cast<size_t>(n) * part.element_size(), nullptr);
-    }
+                       "scatter: the list is %s but the output tensor is %s.",
+                       phi::DataTypeToString(flat.dtype()),
+                       phi::DataTypeToString(tensor->dtype())));
   }
   return Finish(Backend(g, *tensor)->Scatter(tensor, flat, opts, false, false), g, o.async_op);
 }
@@ -195,26 +179,9 @@ WorkPtr reduce_scatter(DenseTensor* output, const std::vector<DenseTensor>& inpu
                        const CollectiveOptions& o) {
   GroupPtr g = Resolve(o.group, "reduce_scatter");
   if (!g) return nullptr;
-  PADDLE_ENFORCE(static_cast<int>(inputs.size()) == g->size(),
-                 phi::errors::InvalidArgument(
-                     "reduce_scatter: the input list needs one tensor per rank of the group "
-                     "(%d), but has %zu.",
-                     g->size(), inputs.size()));
   PADDLE_ENFORCE_NOT_NULL(output, phi::errors::InvalidArgument("reduce_scatter: output is null."));
-  // The list as one tensor of size() blocks, then the tensor form.
-  const int64_t n = inputs[0].numel();
-  DenseTensor flat;
-  flat.AllocateLike(inputs[0].place(), inputs[0].dtype(), phi::DDim({n * g->size()}));
-  for (int r = 0; r < g->size(); ++r) {
-    const DenseTensor& part = inputs[static_cast<size_t>(r)];
-    PADDLE_ENFORCE(part.numel() == n && part.dtype() == inputs[0].dtype() && part.IsContiguous(),
-                   phi::errors::InvalidArgument(
-                       "reduce_scatter: input %d must be a contiguous %s tensor of %lld "
-                       "elements like input 0.",
-                       r, phi::DataTypeToString(inputs[0].dtype()), static_cast<long long>(n)));
-    phi::memory::Copy(flat.place(), flat.FlatView(r * n, n).data(), part.place(), part.data(),
-                      static_cast<size_t>(n) * part.element_size(), nullptr);
-  }
+  PADDLE_ENFORCE(!inputs.empty(), phi::errors::InvalidArgument("reduce_scatter: no inputs."));
+  DenseTensor flat = FlattenList(inputs, g->size(), -1, "reduce_scatter");
   distributed::ReduceScatterOptions opts;
   opts.reduce_op = op;
   return Finish(Backend(g, flat)->ReduceScatter(output, flat, opts, false, false), g, o.async_op);

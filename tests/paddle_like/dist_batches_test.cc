@@ -6,23 +6,16 @@
 #include "paddle_like/dist/distributed.h"
 #include "phi/core/errors.h"
 #include "tests/harness/multiprocess.h"
+#include "tests/paddle_like/dist_test_util.h"
 
 namespace paddle_like {
 namespace testing {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using phi::DenseTensor;
 
-DenseTensor Ints(std::vector<int64_t> v) { return DenseTensor::FromVector(v); }
-int64_t At(const DenseTensor& t, int64_t i) { return t.data<int64_t>()[i]; }
 
-void Init(std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
-  dist::InitOptions o;
-  o.backend = "gloo";
-  o.timeout = timeout;
-  dist::init_process_group(o);
-}
+void Init(std::chrono::milliseconds timeout = std::chrono::seconds(20)) { InitGloo(timeout); }
 
 class DistBatches : public ::testing::TestWithParam<int> {};
 

@@ -8,15 +8,13 @@
 #include "phi/core/distributed/store/hash_store.h"
 #include "phi/core/errors.h"
 #include "tests/harness/multiprocess.h"
+#include "tests/paddle_like/dist_test_util.h"
 
 namespace paddle_like {
 namespace testing {
 namespace {
 
-using phi::DenseTensor;
 
-DenseTensor Ints(std::vector<int64_t> v) { return DenseTensor::FromVector(v); }
-int64_t At(const DenseTensor& t, int64_t i) { return t.data<int64_t>()[i]; }
 
 void InitLocal(const std::string& backend) {
   dist::InitOptions o;

@@ -5,6 +5,7 @@
 #include "paddle_like/dist/object_collectives.h"
 #include "phi/core/errors.h"
 #include "tests/harness/multiprocess.h"
+#include "tests/paddle_like/dist_test_util.h"
 
 namespace paddle_like {
 namespace testing {

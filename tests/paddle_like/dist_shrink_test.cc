@@ -7,22 +7,15 @@
 #include "paddle_like/dist/distributed.h"
 #include "phi/core/errors.h"
 #include "tests/harness/multiprocess.h"
+#include "tests/paddle_like/dist_test_util.h"
 
 namespace paddle_like {
 namespace testing {
 namespace {
 
-using phi::DenseTensor;
 
-DenseTensor Ints(std::vector<int64_t> v) { return DenseTensor::FromVector(v); }
-int64_t At(const DenseTensor& t, int64_t i) { return t.data<int64_t>()[i]; }
 
-void Init() {
-  dist::InitOptions o;
-  o.backend = "gloo";
-  o.timeout = std::chrono::seconds(5);
-  dist::init_process_group(o);
-}
+void Init() { InitGloo(std::chrono::seconds(5)); }
 
 TEST(DistShrink, SurvivorsOfAKilledRankFormANewWorld) {
   SpawnOptions opts;

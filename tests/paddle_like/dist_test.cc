@@ -7,24 +7,15 @@
 #include "phi/core/errors.h"
 #include "tests/distributed/collective_test_util.h"
 #include "tests/harness/multiprocess.h"
+#include "tests/paddle_like/dist_test_util.h"
 
 namespace paddle_like {
 namespace testing {
 namespace {
 
-DenseTensor Ints(std::vector<int64_t> v) { return DenseTensor::FromVector(v); }
 
-std::vector<int64_t> Values(const DenseTensor& t) {
-  const int64_t* p = t.data<int64_t>();
-  return std::vector<int64_t>(p, p + t.numel());
-}
 
-void Init() {
-  dist::InitOptions o;
-  o.backend = "gloo";
-  o.timeout = std::chrono::seconds(20);
-  dist::init_process_group(o);
-}
+void Init() { InitGloo(std::chrono::seconds(20)); }
 
 class Dist : public ::testing::TestWithParam<int> {};
 
