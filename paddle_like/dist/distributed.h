@@ -170,6 +170,9 @@ bool is_backend_available(const std::string& backend);
 struct NewGroupOptions {
   std::chrono::milliseconds timeout = kUnsetTimeout;  // the world's
   std::string backend;                                // the world's
+  // Only the members call new_group (in the same order among themselves); they agree on
+  // the group id through the store. A non-member calling it: InvalidArgument.
+  bool use_local_synchronization = false;
 };
 // `ranks`: global ranks (empty: all). Duplicates or out-of-range ranks: InvalidArgument.
 GroupPtr new_group(std::vector<int> ranks = {}, const NewGroupOptions& options = {});

@@ -223,6 +223,7 @@ class World {
     store_ = store;
     global_rank_ = rank;
     next_gid_ = 1;
+    local_groups_.clear();
     std::vector<int> ranks(static_cast<size_t>(size));
     for (int r = 0; r < size; ++r) ranks[r] = r;
     world_ = MakeGroupLocked(o.group_name.empty() ? "default_pg" : o.group_name, 0, ranks,
@@ -257,12 +258,36 @@ class World {
     std::sort(ranks.begin(), ranks.end());
     const std::string config = o.backend.empty() ? w->backend_config() : o.backend;
     auto by_device = ParseBackendConfig(config);
-    // Every rank advances the counter, members or not: the ids stay agreed.
-    const int gid = next_gid_++;
+    // Every rank advances the counter, members or not: the ids stay agreed. With local
+    // synchronization only the members call it, and they agree through the store instead.
+    const int gid = o.use_local_synchronization ? LocalGidLocked(ranks) : next_gid_++;
     return MakeGroupLocked("group_" + std::to_string(gid), gid, std::move(ranks), config,
                            std::move(by_device),
                            o.timeout > std::chrono::milliseconds::zero() ? o.timeout
                                                                           : timeout_);
+  }
+
+  // The members of `ranks` agree on a group id without the other ranks: the lowest member
+  // takes the next id of a store-wide counter (a range of its own, so it never meets the
+  // call-order ids) and publishes it under the members' list and how many groups of that
+  // list this rank made before; the others read it there.
+  int LocalGidLocked(const std::vector<int>& ranks) {
+    PADDLE_ENFORCE(std::find(ranks.begin(), ranks.end(), global_rank_) != ranks.end(),
+                   phi::errors::InvalidArgument(
+                       "new_group with use_local_synchronization is called by the members "
+                       "only, and rank %d is not one.",
+                       global_rank_));
+    std::string list;
+    for (int r : ranks) list += std::to_string(r) + ",";
+    const int nth = local_groups_[list]++;
+    const std::string key = "dist/local_gid/" + list + "/" + std::to_string(nth);
+    if (global_rank_ == ranks.front()) {
+      const int64_t gid = kLocalGidBase + store_->add("dist/local_gid_counter", 1);
+      store_->set(key, std::to_string(gid));
+      return static_cast<int>(gid);
+    }
+    store_->wait({key}, timeout_);
+    return std::stoi(store_->get_string(key));
   }
 
   GroupPtr Shrink(const std::vector<int>& excluded, const GroupPtr& group,
@@ -352,6 +377,8 @@ class World {
   int global_rank_ = -1;
   int next_gid_ = 1;
   std::chrono::milliseconds timeout_{0};
+  static constexpr int64_t kLocalGidBase = int64_t{1} << 20;
+  std::map<std::string, int> local_groups_;  // member list -> groups made of it locally
 };
 
 void init_process_group(const InitOptions& options) { World::Get().Init(options); }

@@ -144,6 +144,36 @@ TEST_P(Dist, SubgroupsWithNonMembersAndGlobalRanks) {
   });
 }
 
+TEST_P(Dist, LocallySynchronizedGroupsNeedOnlyTheirMembers) {
+  RunRanks(GetParam(), [](const RankContext& ctx) {
+    Init();
+    const int r = ctx.rank, n = ctx.world_size;
+    dist::NewGroupOptions local;
+    local.use_local_synchronization = true;
+    // Pairs {0,1}, {2,3}, ... made by their members only, two groups each; the world's own
+    // call-order ids go on in between.
+    std::vector<int> pair{r - r % 2};
+    if (r - r % 2 + 1 < n) pair.push_back(r - r % 2 + 1);
+    auto a = dist::new_group(pair, local);
+    auto world_group = dist::new_group();  // every rank
+    auto b = dist::new_group(pair, local);
+    EXPECT_NE(a->gid(), b->gid());
+    EXPECT_NE(a->gid(), world_group->gid());
+    DenseTensor t = Ints({r + 1});
+    dist::all_reduce(&t, dist::ReduceOp::SUM, {b, false});
+    int64_t sum = 0;
+    for (int q : pair) sum += q + 1;
+    EXPECT_EQ(At(t, 0), sum);
+    DenseTensor w = Ints({1});
+    dist::all_reduce(&w, dist::ReduceOp::SUM, {world_group, false});
+    EXPECT_EQ(At(w, 0), n);
+    if (n > 2) {
+      EXPECT_THROW(dist::new_group({(r + 2) % n}, local), phi::InvalidArgumentError);
+    }
+    dist::destroy_process_group();
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(WorldSizes, Dist, ::testing::Values(1, 2, 3, 4),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return "world" + std::to_string(i.param);
