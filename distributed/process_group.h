@@ -47,6 +47,10 @@ class ProcessGroup {
     virtual void Synchronize() {}
     // Rank that a receive-from-any-source got its message from (after Wait).
     virtual int source_rank() const { return -1; }
+    // Ends the op as an error now (AbortedError-like Unavailable naming `why`): Wait and
+    // IsCompleted stop waiting for it. Its memory stays reserved until the engine is really
+    // done with it. Aborting a finished op does nothing.
+    virtual void Abort(const std::string& why) {}
 
     int rank() const { return rank_; }
     CommType comm_type() const { return comm_type_; }

@@ -100,6 +100,16 @@ uint64_t ProcessGroupWithStream::seq() const {
 
 std::string ProcessGroupWithStream::DumpRecentOps() const { return recorder_->Dump(); }
 
+void ProcessGroupWithStream::AbortComm(const std::string& why) {
+  std::vector<phi::Place> places;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (const auto& kv : comm_stream_contexts_) places.push_back(kv.first);
+  }
+  if (places.empty()) places.push_back(BarrierPlace({}));
+  for (const auto& place : places) GetOrCreateCommContext(place)->Abort(why);
+}
+
 const std::shared_ptr<const std::string>& ProcessGroupWithStream::DescribePtr() const {
   std::call_once(describe_once_, [this] {
     describe_ = std::make_shared<const std::string>(

@@ -43,6 +43,9 @@ class ProcessGroupWithStream : public ProcessGroup {
   std::chrono::milliseconds timeout() const { return timeout_; }
   // Sequence number of the last op issued by this group.
   uint64_t seq() const;
+  // Aborts the group's communicators: every later op raises at once (see
+  // CommContext::Abort). Pair it with Task::Abort for the ops in flight.
+  void AbortComm(const std::string& why);
   // The flight recorder's view of this group's last ops, one per line.
   std::string DumpRecentOps() const;
 

@@ -85,7 +85,19 @@ void StreamTask::RethrowIfFailed() const {
   }
 }
 
+void StreamTask::Abort(const std::string& why) {
+  if (end_event_ && end_event_->Query()) return;  // already finished
+  try {
+    PADDLE_THROW(phi::errors::Unavailable("%s: %s was aborted: %s", group_desc_->c_str(),
+                                          desc_.ToString().c_str(), why.c_str()));
+  } catch (...) {
+    state_->SetError(std::current_exception());
+  }
+  aborted_.store(true);
+}
+
 bool StreamTask::IsCompleted() {
+  if (aborted_.load()) return true;
   if (!end_event_) return false;
   if (!end_event_->Query()) return false;
   EraseOwnRecords();
@@ -110,6 +122,7 @@ void StreamTask::HostWait(std::chrono::milliseconds timeout) {
 
 bool StreamTask::Wait(std::chrono::milliseconds timeout) {
   CheckIssued();
+  if (aborted_.load()) RethrowIfFailed();
   if (timeout <= std::chrono::milliseconds::zero()) timeout = timeout_;
   if (blocking_wait_ || calc_stream_->IsHostStream()) {
     HostWait(timeout);

@@ -74,6 +74,7 @@ class StreamTask : public ProcessGroup::Task {
   bool Wait(std::chrono::milliseconds timeout = ProcessGroup::kUnsetTimeout) override;
   void Synchronize() override;
   int source_rank() const override { return state_->source_rank; }
+  void Abort(const std::string& why) override;
 
   const std::shared_ptr<TaskState>& state() const { return state_; }
   const OpDesc& desc() const { return desc_; }
@@ -96,6 +97,7 @@ class StreamTask : public ProcessGroup::Task {
   std::chrono::milliseconds timeout_;
   std::function<std::string()> recent_ops_;
   std::shared_ptr<TaskState> state_ = std::make_shared<TaskState>();
+  std::atomic<bool> aborted_{false};
   std::shared_ptr<phi::Event> end_event_;
   std::mutex records_mu_;
   std::vector<HolderRecord> records_;

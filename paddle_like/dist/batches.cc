@@ -83,7 +83,7 @@ std::vector<WorkPtr> batch_isend_irecv(const std::vector<P2POp>& ops) {
                           : pg->Recv(op.tensor, peer, 0, -1, false, false, {op.tag}));
     }
   });
-  for (auto& t : tasks) works.push_back(std::make_shared<Work>(t, g->timeout()));
+  for (auto& t : tasks) works.push_back(std::make_shared<Work>(t, g));
   (void)group_task;
   return works;
 }
@@ -103,7 +103,7 @@ WorkPtr all_reduce_coalesced(std::vector<DenseTensor*> tensors, ReduceOp op,
       pg->AllReduce(t, *t, {op, 1.0}, false, false);
     }
   });
-  auto work = std::make_shared<Work>(task, g->timeout());
+  auto work = std::make_shared<Work>(task, g);
   if (!o.async_op) work->wait();
   return work;
 }
@@ -139,7 +139,7 @@ WorkPtr all_gather_coalesced(std::vector<std::vector<DenseTensor>>* outputs,
       list.push_back(std::move(out));
     }
   }
-  return std::make_shared<Work>(task, g->timeout());
+  return std::make_shared<Work>(task, g);
 }
 
 WorkPtr reduce_scatter_coalesced(std::vector<DenseTensor>* outputs,
@@ -177,7 +177,7 @@ WorkPtr CoalescedPerInput(std::vector<DenseTensor>* outputs,
   auto task = Coalesced(pg, [&] {
     for (size_t i = 0; i < inputs.size(); ++i) issue(pg, &(*outputs)[i], inputs[i]);
   });
-  auto work = std::make_shared<Work>(task, g->timeout(), *outputs);
+  auto work = std::make_shared<Work>(task, g, *outputs);
   if (!o.async_op) work->wait();
   return work;
 }

@@ -39,7 +39,8 @@ int GroupRankOf(const GroupPtr& g, int global_rank, const char* what) {
 
 WorkPtr Finish(ProcessGroup::TaskPtr task, const GroupPtr& g, bool async_op,
                std::vector<DenseTensor> results = {}) {
-  auto work = std::make_shared<Work>(std::move(task), g->timeout(), std::move(results));
+  auto work =
+      std::make_shared<Work>(std::move(task), g, std::move(results));
   if (!async_op) work->wait();
   return work;
 }
@@ -114,7 +115,7 @@ WorkPtr all_gather(std::vector<DenseTensor>* outputs, const DenseTensor& input,
     phi::memory::Copy(out.place(), out.data(), block.place(), block.data(),
                       static_cast<size_t>(n) * out.element_size(), nullptr);
   }
-  return std::make_shared<Work>(std::move(task), g->timeout());
+  return std::make_shared<Work>(std::move(task), g);
 }
 
 WorkPtr reduce_scatter_tensor(DenseTensor* output, const DenseTensor& input, ReduceOp op,

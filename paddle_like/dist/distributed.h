@@ -45,6 +45,7 @@ constexpr std::chrono::milliseconds kUnsetTimeout = distributed::ProcessGroup::k
 
 // ------------------------------------------------------------------ Work
 class Work;
+class Group;
 // Completion of a Work, for callbacks (DataParallel comm hooks): then(cb) runs cb(work) once
 // the op has ended (successfully or not: see work.exception()) on a thread of its own, and
 // returns a Future that ends when cb has run.
@@ -66,7 +67,8 @@ class Future {
 class Work : public std::enable_shared_from_this<Work> {
  public:
   // `results`: the op's output tensors (they share storage with the caller's).
-  Work(distributed::ProcessGroup::TaskPtr task, std::chrono::milliseconds group_timeout,
+  // `group`: the group the op runs on (its timeout is wait()'s default).
+  Work(distributed::ProcessGroup::TaskPtr task, std::shared_ptr<Group> group,
        std::vector<DenseTensor> results = {});
   bool wait(std::chrono::milliseconds timeout = kUnsetTimeout);
   bool is_completed();
@@ -76,6 +78,9 @@ class Work : public std::enable_shared_from_this<Work> {
   std::exception_ptr exception();
   int source_rank() const;  // the sender of a receive from any source, after wait()
   std::shared_ptr<Future> get_future();
+  // Ends this op as an error now and aborts its group's communicator (every later op on the
+  // group raises at once; destroy the group and make a new one). wait() then raises.
+  void abort();
   // The op's output tensors (read them after wait()).
   const std::vector<DenseTensor>& result() const { return results_; }
 
@@ -83,6 +88,7 @@ class Work : public std::enable_shared_from_this<Work> {
   distributed::ProcessGroup::TaskPtr task_;
   std::chrono::milliseconds timeout_;
   std::vector<DenseTensor> results_;
+  std::shared_ptr<Group> group_;
   std::exception_ptr error_;
 };
 using WorkPtr = std::shared_ptr<Work>;
@@ -113,6 +119,8 @@ class Group {
   int NextMonitoredBarrier() { return ++monitored_barriers_; }
   // Destroys this group's backends (shrink_group's abort); later calls make new ones.
   void drop_backends();
+  // Aborts the communicators of the backends made so far (Work::abort).
+  void abort_backends(const std::string& why);
   // The process group serving `device` ("cpu", "cuda"), created on first use. Raises
   // InvalidArgument when the group's backend config has none for it.
   distributed::ProcessGroup* backend_for(const std::string& device);

@@ -8,6 +8,7 @@
 #include <glog/logging.h>
 
 #include "distributed/backend_registry.h"
+#include "distributed/process_group_with_stream.h"
 #include "paddle_like/dist/distributed.h"
 #include "phi/core/distributed/store/prefix_store.h"
 #include "phi/core/distributed/store/rendezvous.h"
@@ -21,9 +22,18 @@ using distributed::BackendOptions;
 using distributed::BackendRegistry;
 
 // ------------------------------------------------------------------ Work
-Work::Work(distributed::ProcessGroup::TaskPtr task, std::chrono::milliseconds group_timeout,
+Work::Work(distributed::ProcessGroup::TaskPtr task, std::shared_ptr<Group> group,
            std::vector<DenseTensor> results)
-    : task_(std::move(task)), timeout_(group_timeout), results_(std::move(results)) {}
+    : task_(std::move(task)),
+      timeout_(group->timeout()),
+      results_(std::move(results)),
+      group_(std::move(group)) {}
+
+void Work::abort() {
+  const std::string why = "Work::abort() by the program";
+  group_->abort_backends(why);
+  task_->Abort(why);
+}
 
 bool Work::wait(std::chrono::milliseconds timeout) {
   try {
@@ -186,6 +196,15 @@ void Group::drop_backends() {
     doomed.swap(backends_);
   }
   // Destroyed outside the lock: each drains its streams within its timeout.
+}
+
+void Group::abort_backends(const std::string& why) {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (auto& kv : backends_) {
+    if (auto* pg = dynamic_cast<distributed::ProcessGroupWithStream*>(kv.second.get())) {
+      pg->AbortComm(why);
+    }
+  }
 }
 
 // ------------------------------------------------------------------ the world

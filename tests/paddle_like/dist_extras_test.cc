@@ -95,6 +95,38 @@ TEST(DistRecordComm, TheNameIsInTheFlightRecorderAndInErrors) {
   });
 }
 
+TEST(DistWork, AbortEndsAHungOpNowAndTheGroupRaisesAfter) {
+  RunRanks(2, [](const RankContext& ctx) {
+    InitGloo(std::chrono::seconds(20));
+    DenseTensor t = Ints({1});
+    dist::all_reduce(&t);  // connected
+    if (ctx.rank == 1) {  // never joins the next one
+      ctx.store->wait({"aborted"}, std::chrono::seconds(60));
+      return;
+    }
+    auto work = dist::all_reduce(&t, dist::ReduceOp::SUM, {nullptr, true});
+    EXPECT_FALSE(work->is_completed());
+    auto start = std::chrono::steady_clock::now();
+    work->abort();
+    EXPECT_TRUE(work->is_completed());
+    EXPECT_FALSE(work->is_success());
+    try {
+      work->wait();
+      ADD_FAILURE() << "an aborted op's wait returned";
+    } catch (const phi::UnavailableError& e) {
+      EXPECT_NE(std::string(e.what()).find("aborted"), std::string::npos) << e.what();
+    }
+    DenseTensor u = Ints({1});
+    EXPECT_THROW(dist::broadcast(&u, 0), phi::EnforceNotMet) << "the group must be unusable";
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5))
+        << "abort did not end the wait at once";
+    ctx.store->set("aborted", "1");
+    // The stuck call ends at the group's timeout on the comm thread; destroying the group
+    // waits for that (bounded), then frees everything.
+    dist::destroy_process_group();
+  });
+}
+
 TEST(DistPlugins, ABackendFromASharedLibrary) {
   ASSERT_FALSE(dist::is_backend_available("plugin_gloo"));
   EXPECT_THROW(dist::load_backend_plugin("/nonexistent/plugin.so"), phi::InvalidArgumentError);

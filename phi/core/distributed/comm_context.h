@@ -65,6 +65,10 @@ class CommContext {
   // communicator's timeout, naming the ranks that never come. Engines that connect when
   // created do nothing here.
   virtual void ConnectAll() {}
+  // Makes the communicator unusable now: every later call raises at once, and an engine that
+  // can also stops the calls in flight (NCCL's ncclCommAbort; Gloo's stuck call ends at its
+  // timeout on its own thread). Idempotent.
+  virtual void Abort(const std::string& why) {}
 
   virtual void GroupStart() = 0;
   virtual void GroupEnd() = 0;

@@ -61,6 +61,10 @@ class GlooCommContext : public CommContext {
   void Recv(void* recv, int64_t count, DataType dtype, int peer, int tag, Stream*,
             int* source) override;
   void ConnectAll() override { Call("connect", [this] { mesh_->EnsureAll(); }); }
+  void Abort(const std::string& why) override {
+    std::lock_guard<std::mutex> lk(broken_mu_);
+    if (broken_.empty()) broken_ = "aborted: " + why;
+  }
   void GroupStart() override { ++depth_; }
   void GroupEnd() override;
   void GroupAbort() override;

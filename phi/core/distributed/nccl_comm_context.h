@@ -88,6 +88,7 @@ class NCCLCommContext : public CommContext {
   void CheckAsyncError();
   // ncclCommAbort: pending and future operations fail instead of hanging. Idempotent.
   void Abort();
+  void Abort(const std::string& why) override { (void)why; Abort(); }
 
   ncclComm_t comm() const { return comm_; }
   int device() const { return device_; }
