@@ -104,6 +104,7 @@ void ProcessGroupWithStream::AbortComm(const std::string& why) {
   std::vector<phi::Place> places;
   {
     std::lock_guard<std::mutex> lk(mu_);
+    if (aborted_.empty()) aborted_ = why;
     for (const auto& kv : comm_stream_contexts_) places.push_back(kv.first);
   }
   if (places.empty()) places.push_back(BarrierPlace({}));
@@ -252,6 +253,15 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
                                                   CommFn fn, bool sync_op,
                                                   bool use_calc_stream) {
   CheckPlace(place);
+  {
+    // Raised here, at issue: queued behind an aborted op, the check inside the job would
+    // wait for that op's own end.
+    std::lock_guard<std::mutex> lk(mu_);
+    PADDLE_ENFORCE(aborted_.empty(),
+                   phi::errors::Unavailable("%s was aborted (%s); destroy the group and "
+                                            "create a new one.",
+                                            Describe().c_str(), aborted_.c_str()));
+  }
   const bool p2p = IsP2P(desc.type);
   if (checker_ && !p2p && !desc.local_failure) {
     // Before the communicator exists, so a missing rank is named here. Not under mu_: the
@@ -338,7 +348,8 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Guarded(CommType type,
     bool notify;
     {
       std::lock_guard<std::mutex> lk(mu_);
-      notify = seq_ == before && !coalescing_ && !checker_raised_ && GetSize() > 1 &&
+      notify = seq_ == before && !coalescing_ && !checker_raised_ && aborted_.empty() &&
+               GetSize() > 1 &&
                FLAGS_check_collective_agreement && BarrierPlace({}).is_cpu();
       checker_raised_ = false;
     }

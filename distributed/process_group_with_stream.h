@@ -153,6 +153,7 @@ class ProcessGroupWithStream : public ProcessGroup {
   std::vector<std::shared_ptr<phi::Event>> pending_p2p_;
   int64_t local_failures_ = 0;  // serial of this rank's failure notices
   bool checker_raised_ = false;  // the fingerprint check raised (on every rank)
+  std::string aborted_;          // AbortComm's reason; every later op raises it at issue
   std::unique_ptr<CoalescingState> coalescing_;  // non-null between Start/EndCoalescing
   std::shared_ptr<FlightRecorder> recorder_;
   // FLAGS_check_collective_mismatch: the store-based fingerprint check (names missing ranks).
