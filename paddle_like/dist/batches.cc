@@ -100,7 +100,7 @@ WorkPtr all_reduce_coalesced(std::vector<DenseTensor*> tensors, ReduceOp op,
     for (DenseTensor* t : tensors) {
       PADDLE_ENFORCE_NOT_NULL(
           t, phi::errors::InvalidArgument("all_reduce_coalesced: a tensor is null."));
-      pg->AllReduce(t, *t, {op, 1.0}, false, false);
+      pg->AllReduce(t, *t, {op, o.premul_factor}, false, false);
     }
   });
   auto work = std::make_shared<Work>(task, g);
@@ -197,6 +197,7 @@ WorkPtr reduce_scatter_single_coalesced(std::vector<DenseTensor>* outputs,
                                         const CollectiveOptions& o) {
   distributed::ReduceScatterOptions opts;
   opts.reduce_op = op;
+  opts.premul_factor = o.premul_factor;
   return CoalescedPerInput(outputs, inputs, o, "reduce_scatter_single_coalesced",
                            [&opts](ProcessGroup* pg, DenseTensor* out, const DenseTensor& in) {
                              pg->ReduceScatter(out, in, opts, false, false);

@@ -55,7 +55,7 @@ WorkPtr all_reduce(DenseTensor* tensor, ReduceOp op, const CollectiveOptions& o)
   GroupPtr g = Resolve(o.group, "all_reduce");
   if (!g) return nullptr;
   PADDLE_ENFORCE_NOT_NULL(tensor, phi::errors::InvalidArgument("all_reduce: tensor is null."));
-  return Finish(Backend(g, *tensor)->AllReduce(tensor, *tensor, {op, 1.0}, false, false), g,
+  return Finish(Backend(g, *tensor)->AllReduce(tensor, *tensor, {op, o.premul_factor}, false, false), g,
                 o.async_op, {*tensor});
 }
 
@@ -75,6 +75,7 @@ WorkPtr reduce(DenseTensor* tensor, int dst, ReduceOp op, const CollectiveOption
   PADDLE_ENFORCE_NOT_NULL(tensor, phi::errors::InvalidArgument("reduce: tensor is null."));
   distributed::ReduceOptions opts;
   opts.reduce_op = op;
+  opts.premul_factor = o.premul_factor;
   opts.root_rank = GroupRankOf(g, dst, "reduce dst");
   return Finish(Backend(g, *tensor)->Reduce(tensor, *tensor, opts, false, false), g,
                 o.async_op);
@@ -124,6 +125,7 @@ WorkPtr reduce_scatter_tensor(DenseTensor* output, const DenseTensor& input, Red
   if (!g) return nullptr;
   distributed::ReduceScatterOptions opts;
   opts.reduce_op = op;
+  opts.premul_factor = o.premul_factor;
   return Finish(Backend(g, input)->ReduceScatter(output, input, opts, false, false), g,
                 o.async_op);
 }
@@ -185,6 +187,7 @@ WorkPtr reduce_scatter(DenseTensor* output, const std::vector<DenseTensor>& inpu
   DenseTensor flat = FlattenList(inputs, g->size(), -1, "reduce_scatter");
   distributed::ReduceScatterOptions opts;
   opts.reduce_op = op;
+  opts.premul_factor = o.premul_factor;
   return Finish(Backend(g, flat)->ReduceScatter(output, flat, opts, false, false), g, o.async_op);
 }
 
@@ -201,10 +204,19 @@ bool supports_complex(ReduceOp op) {
   return op == ReduceOp::SUM || op == ReduceOp::AVG || op == ReduceOp::PREMUL_SUM;
 }
 
-WorkPtr barrier(const CollectiveOptions& o) {
+WorkPtr barrier(const CollectiveOptions& o, const std::vector<int>& device_ids) {
   GroupPtr g = Resolve(o.group, "barrier");
   if (!g) return nullptr;
-  return Finish(g->backend_for("cpu")->Barrier(), g, o.async_op);
+  PADDLE_ENFORCE(device_ids.size() <= 1,
+                 phi::errors::InvalidArgument(
+                     "barrier: this build runs one device per process, but %zu device ids "
+                     "were given.",
+                     device_ids.size()));
+  const bool on_device =
+      !device_ids.empty() || g->backend_by_device().count("cpu") == 0;
+  distributed::BarrierOptions opts;
+  if (!device_ids.empty()) opts.device_id = static_cast<int8_t>(device_ids[0]);
+  return Finish(g->backend_for(on_device ? "cuda" : "cpu")->Barrier(opts), g, o.async_op);
 }
 
 WorkPtr isend(const DenseTensor& tensor, int dst, const P2POptions& o) {

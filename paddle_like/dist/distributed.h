@@ -138,6 +138,7 @@ class Group {
   std::map<std::string, std::string> backend_by_device_;  // "cpu" -> "gloo"
   std::shared_ptr<Store> store_;                          // the group's (prefixed) store
   std::atomic<std::chrono::milliseconds> timeout_;
+  int device_id_ = -1;  // device backends run on it (-1: chosen from the rank)
   std::atomic<int> monitored_barriers_{0};
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<distributed::ProcessGroup>> backends_;
@@ -153,7 +154,7 @@ struct InitOptions {
   int rank = -1;
   std::chrono::milliseconds timeout = kUnsetTimeout;  // FLAGS_default_group_timeout_s
   std::string group_name;               // default "default_pg"
-  int device_id = -1;
+  int device_id = -1;  // the device of device backends (NCCL); -1: chosen from the rank
 };
 void init_process_group(const InitOptions& options = {});
 bool is_initialized();
@@ -206,6 +207,7 @@ std::vector<int> get_process_group_ranks(const GroupPtr& group);
 struct CollectiveOptions {
   GroupPtr group;        // null: the world
   bool async_op = false;
+  double premul_factor = 1.0;  // the factor of ReduceOp::PREMUL_SUM (reducing calls)
 };
 WorkPtr all_reduce(DenseTensor* tensor, ReduceOp op = ReduceOp::SUM,
                    const CollectiveOptions& o = {});
@@ -231,7 +233,10 @@ WorkPtr gather(const DenseTensor& tensor, std::vector<DenseTensor>* gather_list,
 // `scatter_list` is used on src only.
 WorkPtr scatter(DenseTensor* tensor, const std::vector<DenseTensor>& scatter_list, int src,
                 const CollectiveOptions& o = {});
-WorkPtr barrier(const CollectiveOptions& o = {});
+// device_ids: the devices a device backend's barrier runs on (empty: the group's CPU backend,
+// or its device backend when it has no CPU one; this build's device backend is NCCL, one
+// device per process, so at most one id).
+WorkPtr barrier(const CollectiveOptions& o = {}, const std::vector<int>& device_ids = {});
 
 struct P2POptions {
   GroupPtr group;

@@ -184,6 +184,7 @@ distributed::ProcessGroup* Group::backend_for(const std::string& device) {
     o.size = size();
     o.gid = gid_;
     o.timeout = timeout();
+    o.device_id = device_id_;
     pg = BackendRegistry::Instance().Create(it->second, o);
   }
   return pg.get();
@@ -241,6 +242,7 @@ class World {
                    : std::chrono::milliseconds(int64_t{FLAGS_default_group_timeout_s} * 1000);
     store_ = store;
     global_rank_ = rank;
+    device_id_ = o.device_id;
     next_gid_ = 1;
     local_groups_.clear();
     std::vector<int> ranks(static_cast<size_t>(size));
@@ -385,6 +387,7 @@ class World {
         "dist/" + std::to_string(gid), store_);
     GroupPtr g(new Group(std::move(name), gid, std::move(ranks), my, config,
                          std::move(by_device), store, timeout));
+    g->device_id_ = device_id_;
     groups_[gid] = g;
     return g;
   }
@@ -395,6 +398,7 @@ class World {
   std::shared_ptr<Store> store_;
   int global_rank_ = -1;
   int next_gid_ = 1;
+  int device_id_ = -1;  // init's device_id, for the device backends of every group
   std::chrono::milliseconds timeout_{0};
   static constexpr int64_t kLocalGidBase = int64_t{1} << 20;
   std::map<std::string, int> local_groups_;  // member list -> groups made of it locally

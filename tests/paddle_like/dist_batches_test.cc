@@ -163,6 +163,13 @@ TEST_P(DistBatches, ListAndCoalescedFormsSplitsAndSettings) {
     dist::set_timeout(std::chrono::seconds(7));
     EXPECT_EQ(dist::world()->timeout(), std::chrono::seconds(7));
     EXPECT_THROW(dist::set_timeout(std::chrono::seconds(0)), phi::InvalidArgumentError);
+    DenseTensor pm = DenseTensor::FromVector(std::vector<float>{static_cast<float>(r + 1)});
+    dist::CollectiveOptions po;
+    po.premul_factor = 2.0;
+    dist::all_reduce(&pm, dist::ReduceOp::PREMUL_SUM, po);
+    EXPECT_EQ(pm.data<float>()[0], static_cast<float>(n * (n + 1)));
+    EXPECT_THROW(dist::barrier({}, {0}), phi::InvalidArgumentError);  // no device backend
+    EXPECT_THROW(dist::barrier({}, {0, 1}), phi::InvalidArgumentError);
     EXPECT_TRUE(dist::supports_complex(dist::ReduceOp::AVG));
     EXPECT_FALSE(dist::supports_complex(dist::ReduceOp::MAX));
     dist::destroy_process_group();
