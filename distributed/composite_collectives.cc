@@ -7,7 +7,6 @@
 #include "distributed/process_group_with_stream.h"
 #include "distributed/stream_task.h"
 #include "phi/core/errors.h"
-#include "phi/core/flags.h"
 #include "phi/core/memcpy.h"
 
 namespace paddle_like {
@@ -300,7 +299,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Barrier(const BarrierOptions& opts
   // On a CPU place with checks on, the agreement exchange (an all-gather: nobody leaves
   // before every rank contributed) is the barrier; the all-reduce is not needed.
   CommFn fn = nullptr;
-  if (!(place.is_cpu() && FLAGS_check_collective_agreement && GetSize() > 1)) {
+  if (!AgreesInBand(place)) {
     fn = [p](CommContext* c, phi::Stream* s, TaskState*) {
       c->AllReduce(p, p, 1, DataType::FLOAT32, Reduction{}, s);
     };

@@ -54,11 +54,10 @@ AgreementRecord MakeAgreementRecord(const OpDesc& d) {
 AgreementRecord MakeGroupRecord(const std::vector<OpDesc>& members) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a over the members' records
   for (const OpDesc& d : members) {
-    OpDesc plain = d;
     if (d.type == CommType::SEND || d.type == CommType::RECV) {
       continue;  // P2P members differ per rank; their sizes are checked per pair
     }
-    for (int64_t x : MakeAgreementRecord(plain).v) {
+    for (int64_t x : MakeAgreementRecord(d).v) {
       h = (h ^ static_cast<uint64_t>(x)) * 1099511628211ull;
     }
   }

@@ -107,7 +107,8 @@ void ProcessGroupWithStream::AbortComm(const std::string& why) {
     if (aborted_.empty()) aborted_ = why;
     for (const auto& kv : comm_stream_contexts_) places.push_back(kv.first);
   }
-  if (places.empty()) places.push_back(BarrierPlace({}));
+  // Only places that ran an op have a communicator; a group that never ran one is only
+  // marked (every later op raises at issue).
   for (const auto& place : places) GetOrCreateCommContext(place)->Abort(why);
 }
 
@@ -223,29 +224,27 @@ phi::Stream* ProcessGroupWithStream::P2PLaneLocked(const OpDesc& desc) {
 // stream's submitted compute (device calc streams), the comm stream (a lane or calc-stream
 // op: one communicator is never used by two threads at once), and pending lane ops (a comm-
 // or calc-stream op comes after them in program order).
-struct ProcessGroupWithStream::Ordering {
+std::vector<std::shared_ptr<phi::Event>> ProcessGroupWithStream::OrderLocked(
+    phi::Stream* stream, phi::Stream* calc, phi::Stream* comm_stream, bool on_lane) {
   std::vector<std::shared_ptr<phi::Event>> waits;
-};
-
-ProcessGroupWithStream::Ordering ProcessGroupWithStream::OrderLocked(phi::Stream* stream,
-                                                                     phi::Stream* calc,
-                                                                     phi::Stream* comm_stream,
-                                                                     bool on_lane) {
-  Ordering o;
-  auto mark = [&o](phi::Stream* s) {
+  auto mark = [&waits](phi::Stream* s) {
     std::shared_ptr<phi::Event> e = s->CreateEvent();
     e->Record(s);
-    o.waits.push_back(std::move(e));
+    waits.push_back(std::move(e));
   };
   if (stream != calc && !calc->IsHostStream()) mark(calc);
   if (stream != comm_stream) mark(comm_stream);
   if (!on_lane) {
     for (auto& e : pending_p2p_) {
-      if (!e->Query()) o.waits.push_back(std::move(e));
+      if (!e->Query()) waits.push_back(std::move(e));
     }
     pending_p2p_.clear();
   }
-  return o;
+  return waits;
+}
+
+bool ProcessGroupWithStream::AgreesInBand(const phi::Place& place) const {
+  return FLAGS_check_collective_agreement && place.is_cpu() && GetSize() > 1;
 }
 
 ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place& place,
@@ -253,15 +252,6 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
                                                   CommFn fn, bool sync_op,
                                                   bool use_calc_stream) {
   CheckPlace(place);
-  {
-    // Raised here, at issue: queued behind an aborted op, the check inside the job would
-    // wait for that op's own end.
-    std::lock_guard<std::mutex> lk(mu_);
-    PADDLE_ENFORCE(aborted_.empty(),
-                   phi::errors::Unavailable("%s was aborted (%s); destroy the group and "
-                                            "create a new one.",
-                                            Describe().c_str(), aborted_.c_str()));
-  }
   const bool p2p = IsP2P(desc.type);
   if (checker_ && !p2p && !desc.local_failure) {
     // Before the communicator exists, so a missing rank is named here. Not under mu_: the
@@ -292,6 +282,12 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
   }
 
   std::unique_lock<std::mutex> lk(mu_);
+  // Raised at issue: queued behind an aborted op, a check inside the job would wait for that
+  // op's own end.
+  PADDLE_ENFORCE(aborted_.empty(),
+                 phi::errors::Unavailable("%s was aborted (%s); destroy the group and create a "
+                                          "new one.",
+                                          Describe().c_str(), aborted_.c_str()));
   if (coalescing_) {  // checked before the op takes a sequence number
     auto& c = *coalescing_;
     if (!c.has_place) {
@@ -319,12 +315,11 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
   }
   const bool on_lane = p2p && !use_calc_stream && place.is_cpu();
   phi::Stream* stream = use_calc_stream ? calc : on_lane ? P2PLaneLocked(desc) : comm_stream;
-  Ordering order = OrderLocked(stream, calc, comm_stream, on_lane);
+  const auto waits = OrderLocked(stream, calc, comm_stream, on_lane);
   lk.unlock();
 
-  for (const auto& e : order.waits) stream->WaitEvent(*e);
-  const bool check =
-      FLAGS_check_collective_agreement && place.is_cpu() && !p2p && !desc.agreed_in_op;
+  for (const auto& e : waits) stream->WaitEvent(*e);
+  const bool check = AgreesInBand(place) && !p2p && !desc.agreed_in_op;
   auto job = MakeJob(comm, stream, std::move(fn), task->state(), DescribePtr(), desc, check,
                      GetGid(), store_);
   std::shared_ptr<phi::Event> end = LaunchJob(stream, std::move(job), sync_op && !use_calc_stream);
@@ -349,8 +344,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Guarded(CommType type,
     {
       std::lock_guard<std::mutex> lk(mu_);
       notify = seq_ == before && !coalescing_ && !checker_raised_ && aborted_.empty() &&
-               GetSize() > 1 &&
-               FLAGS_check_collective_agreement && BarrierPlace({}).is_cpu();
+               AgreesInBand(BarrierPlace({}));
       checker_raised_ = false;
     }
     if (notify) NotifyLocalFailure(type, e.what());
@@ -378,10 +372,7 @@ void ProcessGroupWithStream::NotifyLocalFailure(CommType type, const std::string
 
 bool ProcessGroupWithStream::UseFusedAllReduce(const phi::Place& place, int64_t count,
                                                DataType dtype) const {
-  if (!place.is_cpu() || !FLAGS_check_collective_agreement || GetSize() == 1 ||
-      !FitsFusedAllReduce(count, dtype)) {
-    return false;
-  }
+  if (!AgreesInBand(place) || !FitsFusedAllReduce(count, dtype)) return false;
   std::lock_guard<std::mutex> lk(mu_);
   return coalescing_ == nullptr;  // a coalesced group fuses its all-reduces its own way
 }
@@ -424,12 +415,12 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
   phi::Stream* stream = c->use_calc_stream ? calc : comm_stream;
 
   auto group_task = NewTask(desc, c->any_sync, calc);
-  Ordering order;
+  std::vector<std::shared_ptr<phi::Event>> waits;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    order = OrderLocked(stream, calc, comm_stream, /*on_lane=*/false);
+    waits = OrderLocked(stream, calc, comm_stream, /*on_lane=*/false);
   }
-  for (const auto& e : order.waits) stream->WaitEvent(*e);
+  for (const auto& e : waits) stream->WaitEvent(*e);
 
   // The job owns the op bodies and their states; the tasks stay with the caller.
   struct GroupJob {
@@ -447,7 +438,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
   const bool has_collective = std::any_of(members.begin(), members.end(), [](const OpDesc& d) {
     return !IsP2P(d.type);
   });
-  const bool check = FLAGS_check_collective_agreement && c->place.is_cpu() && has_collective;
+  const bool check = AgreesInBand(c->place) && has_collective;
   AgreementRecord record = MakeGroupRecord(members);
   std::shared_ptr<TaskState> group_state = group_task->state();
   auto job = [comm, stream, jobs, group_state, group = DescribePtr(), desc, check, record,

@@ -126,18 +126,20 @@ class ProcessGroupWithStream : public ProcessGroup {
   TaskPtr Guarded(CommType type, const std::function<TaskPtr()>& body);
   void NotifyLocalFailure(CommType type, const std::string& reason);
   // Whether an all-reduce of `count` elements runs as one fused exchange with its agreement
-  // check (op_agreement.h): small, on a CPU place, checks on, not coalescing.
+  // check (op_agreement.h): small, agreeing in band, not coalescing.
   bool UseFusedAllReduce(const phi::Place& place, int64_t count, phi::DataType dtype) const;
   phi::DeviceContext* CommStreamContext(const phi::Place& place) const;
   // The worker stream of point-to-point ops with one (peer, tag, direction) on a CPU
   // place. Ops of one lane complete in order, as Gloo matches them; ops of different lanes
   // do not wait for each other, so a pending receive never blocks another tag's. Holds mu_.
   phi::Stream* P2PLaneLocked(const OpDesc& desc);
-  struct Ordering;
-  // What the stream of a new op waits for before it (see the .cc). Holds mu_; clears the
-  // pending lane ops that a comm- or calc-stream op now waits for.
-  Ordering OrderLocked(phi::Stream* stream, phi::Stream* calc, phi::Stream* comm_stream,
-                       bool on_lane);
+  // The events the stream of a new op waits for before it (see the .cc). Holds mu_; clears
+  // the pending lane ops that a comm- or calc-stream op now waits for.
+  std::vector<std::shared_ptr<phi::Event>> OrderLocked(phi::Stream* stream, phi::Stream* calc,
+                                                       phi::Stream* comm_stream, bool on_lane);
+  // Whether ops on `place` run the in-band agreement check (op_agreement.h): a CPU place, the
+  // flag on, more than one rank.
+  bool AgreesInBand(const phi::Place& place) const;
   // A task for `desc`, entered in the flight recorder.
   std::shared_ptr<StreamTask> NewTask(const OpDesc& desc, bool sync_op, phi::Stream* calc);
 
