@@ -65,6 +65,11 @@ GlooCommContext::GlooCommContext(std::unique_ptr<GlooMesh> mesh,
       timeout_(timeout),
       describe_(std::move(describe)) {}
 
+void GlooCommContext::MarkBroken(const std::string& why) {
+  std::lock_guard<std::mutex> lk(broken_mu_);
+  if (broken_.empty()) broken_ = why;
+}
+
 void GlooCommContext::ThrowIfBroken() const {
   std::lock_guard<std::mutex> lk(broken_mu_);
   PADDLE_ENFORCE(broken_.empty(),

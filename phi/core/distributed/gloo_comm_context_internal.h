@@ -61,10 +61,7 @@ class GlooCommContext : public CommContext {
   void Recv(void* recv, int64_t count, DataType dtype, int peer, int tag, Stream*,
             int* source) override;
   void ConnectAll() override { Call("connect", [this] { mesh_->EnsureAll(); }); }
-  void Abort(const std::string& why) override {
-    std::lock_guard<std::mutex> lk(broken_mu_);
-    if (broken_.empty()) broken_ = "aborted: " + why;
-  }
+  void Abort(const std::string& why) override { MarkBroken("aborted: " + why); }
   void GroupStart() override { ++depth_; }
   void GroupEnd() override;
   void GroupAbort() override;
@@ -132,6 +129,8 @@ class GlooCommContext : public CommContext {
   template <typename F>
   void Call(const char* what, F&& f);
   void ThrowIfBroken() const;
+  // Keeps the first failure: from then on every call raises it (ThrowIfBroken).
+  void MarkBroken(const std::string& why);
 
   std::unique_ptr<GlooMesh> mesh_;
   std::shared_ptr<::gloo::Context> ctx_;
@@ -178,10 +177,7 @@ void GlooCommContext::Call(const char* what, F&& f) {
   } catch (const EnforceNotMet& e) {
     std::string msg = e.what();
     if (e.code() == ErrorCode::kUnavailable) msg += mesh_->NamePeersIn(msg);
-    {
-      std::lock_guard<std::mutex> lk(broken_mu_);
-      if (broken_.empty()) broken_ = msg;
-    }
+    MarkBroken(msg);
     if (e.code() == ErrorCode::kUnavailable) throw UnavailableError(msg);
     throw;
   }

@@ -111,10 +111,7 @@ void GlooCommContext::FinishRecv(PostedRecv* r) {
                       std::to_string(src) + " (magic " + std::to_string(h.magic) + ", dtype " +
                       std::to_string(h.dtype) + ", count " + std::to_string(h.count) +
                       "): the pair is out of step";
-    {
-      std::lock_guard<std::mutex> lk(broken_mu_);
-      if (broken_.empty()) broken_ = msg;
-    }
+    MarkBroken(msg);
     PADDLE_THROW(errors::External("%s", msg.c_str()));
   }
   const DataType sent_dtype = static_cast<DataType>(h.dtype);
