@@ -6,7 +6,7 @@
 #include <set>
 
 #include "paddle_like/dist/distributed.h"
-#include "paddle_like/dist/tensor_lists_internal.h"
+#include "paddle_like/dist/dist_internal.h"
 #include "phi/core/errors.h"
 #include "phi/core/memcpy.h"
 
@@ -15,11 +15,6 @@ namespace dist {
 namespace {
 
 using distributed::ProcessGroup;
-
-GroupPtr Member(const GroupPtr& group) {
-  GroupPtr g = group ? group : world();
-  return g->is_member() ? g : nullptr;
-}
 
 // Every tensor of one call goes to one backend: a call that mixes places raises.
 template <typename Tensors, typename Get>
@@ -60,7 +55,7 @@ ProcessGroup::TaskPtr Coalesced(ProcessGroup* pg, F&& issue) {
 std::vector<WorkPtr> batch_isend_irecv(const std::vector<P2POp>& ops) {
   std::vector<WorkPtr> works;
   if (ops.empty()) return works;
-  GroupPtr g = Member(ops[0].group);
+  GroupPtr g = ResolveGroup(ops[0].group, "batch_isend_irecv");
   if (!g) return works;
   for (const auto& op : ops) {
     PADDLE_ENFORCE((op.group ? op.group : world()) == g,
@@ -90,7 +85,7 @@ std::vector<WorkPtr> batch_isend_irecv(const std::vector<P2POp>& ops) {
 
 WorkPtr all_reduce_coalesced(std::vector<DenseTensor*> tensors, ReduceOp op,
                              const CollectiveOptions& o) {
-  GroupPtr g = Member(o.group);
+  GroupPtr g = ResolveGroup(o.group, "all_reduce_coalesced");
   if (!g || tensors.empty()) return nullptr;
   PADDLE_ENFORCE_NOT_NULL(tensors[0],
                           phi::errors::InvalidArgument("all_reduce_coalesced: a tensor is null."));
@@ -111,7 +106,7 @@ WorkPtr all_reduce_coalesced(std::vector<DenseTensor*> tensors, ReduceOp op,
 WorkPtr all_gather_coalesced(std::vector<std::vector<DenseTensor>>* outputs,
                              const std::vector<DenseTensor>& inputs,
                              const CollectiveOptions& o) {
-  GroupPtr g = Member(o.group);
+  GroupPtr g = ResolveGroup(o.group, "all_gather_coalesced");
   if (!g || inputs.empty()) return nullptr;
   PADDLE_ENFORCE_NOT_NULL(outputs, phi::errors::InvalidArgument(
                                        "all_gather_coalesced: the output list is null."));
@@ -130,14 +125,8 @@ WorkPtr all_gather_coalesced(std::vector<std::vector<DenseTensor>>* outputs,
   });
   task->Wait(g->timeout());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    auto& list = (*outputs)[i];
-    list.clear();
-    const int64_t n = inputs[i].numel();
-    for (int r = 0; r < g->size(); ++r) {
-      DenseTensor out;
-      phi::Copy(flats[i].FlatView(r * n, n), inputs[i].place(), &out);
-      list.push_back(std::move(out));
-    }
+    (*outputs)[i].clear();  // fresh tensors, shaped like the input
+    SplitInto(flats[i], inputs[i], g->size(), &(*outputs)[i], "all_gather_coalesced");
   }
   return std::make_shared<Work>(task, g);
 }
@@ -145,7 +134,7 @@ WorkPtr all_gather_coalesced(std::vector<std::vector<DenseTensor>>* outputs,
 WorkPtr reduce_scatter_coalesced(std::vector<DenseTensor>* outputs,
                                  const std::vector<std::vector<DenseTensor>>& input_lists,
                                  ReduceOp op, const CollectiveOptions& o) {
-  GroupPtr g = Member(o.group);
+  GroupPtr g = ResolveGroup(o.group, "reduce_scatter_coalesced");
   if (!g || input_lists.empty()) return nullptr;
   PADDLE_ENFORCE_NOT_NULL(outputs, phi::errors::InvalidArgument(
                                        "reduce_scatter_coalesced: outputs is null."));
@@ -165,7 +154,7 @@ template <typename Issue>
 WorkPtr CoalescedPerInput(std::vector<DenseTensor>* outputs,
                           const std::vector<DenseTensor>& inputs, const CollectiveOptions& o,
                           const char* op, Issue issue) {
-  GroupPtr g = Member(o.group);
+  GroupPtr g = ResolveGroup(o.group, op);
   if (!g || inputs.empty()) return nullptr;
   PADDLE_ENFORCE_NOT_NULL(outputs, phi::errors::InvalidArgument("%s: outputs is null.", op));
   PADDLE_ENFORCE(outputs->empty() || outputs->size() == inputs.size(),
@@ -265,7 +254,7 @@ std::pair<GroupPtr, std::vector<GroupPtr>> new_subgroups(int group_size,
 
 void monitored_barrier(const GroupPtr& group, std::chrono::milliseconds timeout,
                        bool wait_all_ranks) {
-  GroupPtr g = Member(group);
+  GroupPtr g = ResolveGroup(group, "monitored_barrier");
   if (!g) return;
   if (timeout <= std::chrono::milliseconds::zero()) timeout = g->timeout();
   const std::string base = "monitored_barrier/" + std::to_string(g->NextMonitoredBarrier()) + "/";

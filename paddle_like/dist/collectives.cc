@@ -1,12 +1,8 @@
 // The tensor collectives of paddle_like::dist: resolve the group and the backend of the
 // tensors' device, translate global src/dst ranks to group ranks, issue through the
 // ProcessGroup, and wrap the task in a Work (waited here unless async_op).
-#include <atomic>
-
-#include <glog/logging.h>
-
 #include "paddle_like/dist/distributed.h"
-#include "paddle_like/dist/tensor_lists_internal.h"
+#include "paddle_like/dist/dist_internal.h"
 #include "phi/core/errors.h"
 #include "phi/core/memcpy.h"
 
@@ -15,19 +11,6 @@ namespace dist {
 namespace {
 
 using distributed::ProcessGroup;
-
-// The group to run on, or null when this rank is not in it (warned once per process).
-GroupPtr Resolve(const GroupPtr& group, const char* op) {
-  GroupPtr g = group ? group : world();
-  if (g->is_member()) return g;
-  static std::atomic<bool> warned{false};
-  if (!warned.exchange(true)) {
-    LOG(WARNING) << op << " on group '" << g->name()
-                 << "', which this rank is not in: it does nothing and returns a null Work "
-                    "(warned once)";
-  }
-  return nullptr;
-}
 
 int GroupRankOf(const GroupPtr& g, int global_rank, const char* what) {
   int r = get_group_rank(g, global_rank);
@@ -52,7 +35,7 @@ ProcessGroup* Backend(const GroupPtr& g, const DenseTensor& t) {
 }  // namespace
 
 WorkPtr all_reduce(DenseTensor* tensor, ReduceOp op, const CollectiveOptions& o) {
-  GroupPtr g = Resolve(o.group, "all_reduce");
+  GroupPtr g = ResolveGroup(o.group, "all_reduce");
   if (!g) return nullptr;
   PADDLE_ENFORCE_NOT_NULL(tensor, phi::errors::InvalidArgument("all_reduce: tensor is null."));
   return Finish(Backend(g, *tensor)->AllReduce(tensor, *tensor, {op, o.premul_factor}, false, false), g,
@@ -60,7 +43,7 @@ WorkPtr all_reduce(DenseTensor* tensor, ReduceOp op, const CollectiveOptions& o)
 }
 
 WorkPtr broadcast(DenseTensor* tensor, int src, const CollectiveOptions& o) {
-  GroupPtr g = Resolve(o.group, "broadcast");
+  GroupPtr g = ResolveGroup(o.group, "broadcast");
   if (!g) return nullptr;
   PADDLE_ENFORCE_NOT_NULL(tensor, phi::errors::InvalidArgument("broadcast: tensor is null."));
   distributed::BroadcastOptions opts;
@@ -70,7 +53,7 @@ WorkPtr broadcast(DenseTensor* tensor, int src, const CollectiveOptions& o) {
 }
 
 WorkPtr reduce(DenseTensor* tensor, int dst, ReduceOp op, const CollectiveOptions& o) {
-  GroupPtr g = Resolve(o.group, "reduce");
+  GroupPtr g = ResolveGroup(o.group, "reduce");
   if (!g) return nullptr;
   PADDLE_ENFORCE_NOT_NULL(tensor, phi::errors::InvalidArgument("reduce: tensor is null."));
   distributed::ReduceOptions opts;
@@ -83,7 +66,7 @@ WorkPtr reduce(DenseTensor* tensor, int dst, ReduceOp op, const CollectiveOption
 
 WorkPtr all_gather_into_tensor(DenseTensor* output, const DenseTensor& input,
                                const CollectiveOptions& o) {
-  GroupPtr g = Resolve(o.group, "all_gather_into_tensor");
+  GroupPtr g = ResolveGroup(o.group, "all_gather_into_tensor");
   if (!g) return nullptr;
   auto task = Backend(g, input)->AllGather(output, input, 0, -1, false, false);
   return Finish(std::move(task), g, o.async_op, {*output});
@@ -91,7 +74,7 @@ WorkPtr all_gather_into_tensor(DenseTensor* output, const DenseTensor& input,
 
 WorkPtr all_gather(std::vector<DenseTensor>* outputs, const DenseTensor& input,
                    const CollectiveOptions& o) {
-  GroupPtr g = Resolve(o.group, "all_gather");
+  GroupPtr g = ResolveGroup(o.group, "all_gather");
   if (!g) return nullptr;
   PADDLE_ENFORCE_NOT_NULL(outputs, phi::errors::InvalidArgument("all_gather: list is null."));
   PADDLE_ENFORCE(outputs->empty() || static_cast<int>(outputs->size()) == g->size(),
@@ -102,26 +85,13 @@ WorkPtr all_gather(std::vector<DenseTensor>* outputs, const DenseTensor& input,
   // Gathered into one tensor, then split: one collective whatever the list.
   DenseTensor flat;
   auto task = Backend(g, input)->AllGather(&flat, input, 0, -1, true, false);
-  if (outputs->empty()) outputs->resize(static_cast<size_t>(g->size()));
-  const int64_t n = input.numel();
-  for (int r = 0; r < g->size(); ++r) {
-    DenseTensor& out = (*outputs)[static_cast<size_t>(r)];
-    DenseTensor block = flat.FlatView(r * n, n);
-    if (!out.initialized()) out.AllocateLike(input.place(), input.dtype(), input.dims());
-    PADDLE_ENFORCE(out.numel() == n && out.dtype() == input.dtype() && out.IsContiguous(),
-                   phi::errors::InvalidArgument(
-                       "all_gather: output %d must be a contiguous %s tensor of %lld elements "
-                       "like the input.",
-                       r, phi::DataTypeToString(input.dtype()), static_cast<long long>(n)));
-    phi::memory::Copy(out.place(), out.data(), block.place(), block.data(),
-                      static_cast<size_t>(n) * out.element_size(), nullptr);
-  }
+  SplitInto(flat, input, g->size(), outputs, "all_gather");
   return std::make_shared<Work>(std::move(task), g);
 }
 
 WorkPtr reduce_scatter_tensor(DenseTensor* output, const DenseTensor& input, ReduceOp op,
                               const CollectiveOptions& o) {
-  GroupPtr g = Resolve(o.group, "reduce_scatter_tensor");
+  GroupPtr g = ResolveGroup(o.group, "reduce_scatter_tensor");
   if (!g) return nullptr;
   distributed::ReduceScatterOptions opts;
   opts.reduce_op = op;
@@ -134,7 +104,7 @@ WorkPtr all_to_all_single(DenseTensor* output, const DenseTensor& input,
                           const std::vector<int64_t>& output_split_sizes,
                           const std::vector<int64_t>& input_split_sizes,
                           const CollectiveOptions& o) {
-  GroupPtr g = Resolve(o.group, "all_to_all_single");
+  GroupPtr g = ResolveGroup(o.group, "all_to_all_single");
   if (!g) return nullptr;
   return Finish(Backend(g, input)->AllToAll(output, input, output_split_sizes,
                                             input_split_sizes, false, false),
@@ -143,7 +113,7 @@ WorkPtr all_to_all_single(DenseTensor* output, const DenseTensor& input,
 
 WorkPtr all_to_all(std::vector<DenseTensor>* outputs, const std::vector<DenseTensor>& inputs,
                    const CollectiveOptions& o) {
-  GroupPtr g = Resolve(o.group, "all_to_all");
+  GroupPtr g = ResolveGroup(o.group, "all_to_all");
   if (!g) return nullptr;
   PADDLE_ENFORCE(!inputs.empty(), phi::errors::InvalidArgument("all_to_all: no inputs."));
   return Finish(Backend(g, inputs[0])->AllToAll(outputs, inputs, false, false), g, o.async_op);
@@ -151,7 +121,7 @@ WorkPtr all_to_all(std::vector<DenseTensor>* outputs, const std::vector<DenseTen
 
 WorkPtr gather(const DenseTensor& tensor, std::vector<DenseTensor>* gather_list, int dst,
                const CollectiveOptions& o) {
-  GroupPtr g = Resolve(o.group, "gather");
+  GroupPtr g = ResolveGroup(o.group, "gather");
   if (!g) return nullptr;
   distributed::GatherOptions opts;
   opts.root_rank = GroupRankOf(g, dst, "gather dst");
@@ -161,7 +131,7 @@ WorkPtr gather(const DenseTensor& tensor, std::vector<DenseTensor>* gather_list,
 
 WorkPtr scatter(DenseTensor* tensor, const std::vector<DenseTensor>& scatter_list, int src,
                 const CollectiveOptions& o) {
-  GroupPtr g = Resolve(o.group, "scatter");
+  GroupPtr g = ResolveGroup(o.group, "scatter");
   if (!g) return nullptr;
   PADDLE_ENFORCE_NOT_NULL(tensor, phi::errors::InvalidArgument("scatter: tensor is null."));
   distributed::ScatterOptions opts;
@@ -180,7 +150,7 @@ WorkPtr scatter(DenseTensor* tensor, const std::vector<DenseTensor>& scatter_lis
 
 WorkPtr reduce_scatter(DenseTensor* output, const std::vector<DenseTensor>& inputs, ReduceOp op,
                        const CollectiveOptions& o) {
-  GroupPtr g = Resolve(o.group, "reduce_scatter");
+  GroupPtr g = ResolveGroup(o.group, "reduce_scatter");
   if (!g) return nullptr;
   PADDLE_ENFORCE_NOT_NULL(output, phi::errors::InvalidArgument("reduce_scatter: output is null."));
   PADDLE_ENFORCE(!inputs.empty(), phi::errors::InvalidArgument("reduce_scatter: no inputs."));
@@ -193,7 +163,7 @@ WorkPtr reduce_scatter(DenseTensor* output, const std::vector<DenseTensor>& inpu
 
 WorkPtr gather_into_tensor(DenseTensor* output, const DenseTensor& input, int dst,
                            const CollectiveOptions& o) {
-  GroupPtr g = Resolve(o.group, "gather_into_tensor");
+  GroupPtr g = ResolveGroup(o.group, "gather_into_tensor");
   if (!g) return nullptr;
   distributed::GatherOptions opts;
   opts.root_rank = GroupRankOf(g, dst, "gather_into_tensor dst");
@@ -205,7 +175,7 @@ bool supports_complex(ReduceOp op) {
 }
 
 WorkPtr barrier(const CollectiveOptions& o, const std::vector<int>& device_ids) {
-  GroupPtr g = Resolve(o.group, "barrier");
+  GroupPtr g = ResolveGroup(o.group, "barrier");
   if (!g) return nullptr;
   PADDLE_ENFORCE(device_ids.size() <= 1,
                  phi::errors::InvalidArgument(
@@ -220,14 +190,14 @@ WorkPtr barrier(const CollectiveOptions& o, const std::vector<int>& device_ids) 
 }
 
 WorkPtr isend(const DenseTensor& tensor, int dst, const P2POptions& o) {
-  GroupPtr g = Resolve(o.group, "isend");
+  GroupPtr g = ResolveGroup(o.group, "isend");
   if (!g) return nullptr;
   const int peer = GroupRankOf(g, dst, "send dst");
   return Finish(Backend(g, tensor)->Send(tensor, peer, 0, -1, false, false, {o.tag}), g, true);
 }
 
 WorkPtr irecv(DenseTensor* tensor, int src, const P2POptions& o) {
-  GroupPtr g = Resolve(o.group, "irecv");
+  GroupPtr g = ResolveGroup(o.group, "irecv");
   if (!g) return nullptr;
   PADDLE_ENFORCE_NOT_NULL(tensor, phi::errors::InvalidArgument("irecv: tensor is null."));
   const int peer = src == kAnySource ? distributed::kAnySource : GroupRankOf(g, src, "recv src");

@@ -1,10 +1,26 @@
-#include "paddle_like/dist/tensor_lists_internal.h"
+#include "paddle_like/dist/dist_internal.h"
+
+#include <atomic>
+
+#include <glog/logging.h>
 
 #include "phi/core/errors.h"
 #include "phi/core/memcpy.h"
 
 namespace paddle_like {
 namespace dist {
+
+GroupPtr ResolveGroup(const GroupPtr& group, const char* op) {
+  GroupPtr g = group ? group : world();
+  if (g->is_member()) return g;
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) {
+    LOG(WARNING) << op << " on group '" << g->name()
+                 << "', which this rank is not in: it does nothing and returns a null Work "
+                    "(warned once)";
+  }
+  return nullptr;
+}
 
 std::string DeviceOf(const phi::DenseTensor& t) { return t.place().is_gpu() ? "cuda" : "cpu"; }
 
@@ -33,6 +49,23 @@ phi::DenseTensor FlattenList(const std::vector<phi::DenseTensor>& list, int expe
                       static_cast<size_t>(n) * part.element_size(), nullptr);
   }
   return flat;
+}
+
+void SplitInto(const phi::DenseTensor& flat, const phi::DenseTensor& like, int parts,
+               std::vector<phi::DenseTensor>* list, const char* op) {
+  if (list->empty()) list->resize(static_cast<size_t>(parts));
+  const int64_t n = like.numel();
+  for (int r = 0; r < parts; ++r) {
+    phi::DenseTensor& out = (*list)[static_cast<size_t>(r)];
+    if (!out.initialized()) out.AllocateLike(like.place(), like.dtype(), like.dims());
+    PADDLE_ENFORCE(out.numel() == n && out.dtype() == like.dtype() && out.IsContiguous(),
+                   phi::errors::InvalidArgument(
+                       "%s: output %d must be a contiguous %s tensor of %lld elements like the "
+                       "input.",
+                       op, r, phi::DataTypeToString(like.dtype()), static_cast<long long>(n)));
+    phi::memory::Copy(out.place(), out.data(), flat.place(), flat.FlatView(r * n, n).data(),
+                      static_cast<size_t>(n) * out.element_size(), nullptr);
+  }
 }
 
 }  // namespace dist

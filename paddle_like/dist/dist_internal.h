@@ -4,10 +4,15 @@
 #include <string>
 #include <vector>
 
+#include "paddle_like/dist/distributed.h"
 #include "phi/core/dense_tensor.h"
 
 namespace paddle_like {
 namespace dist {
+
+// The group a collective runs on (null: the world), or null when this rank is not in it:
+// the call then does nothing and returns a null Work (warned once per process).
+GroupPtr ResolveGroup(const GroupPtr& group, const char* op);
 
 // "cuda" for a GPU tensor, "cpu" otherwise: the key of a group's backend map.
 std::string DeviceOf(const phi::DenseTensor& t);
@@ -17,6 +22,12 @@ std::string DeviceOf(const phi::DenseTensor& t);
 // naming `op` and the offending entry.
 phi::DenseTensor FlattenList(const std::vector<phi::DenseTensor>& list, int expected_len,
                              int64_t numel, const char* op);
+
+// The inverse: `flat` holds `parts` blocks of like.numel() elements; (*list)[r] gets block r,
+// shaped like `like`. An empty list is filled; a given one must hold contiguous tensors of
+// like's size and dtype (InvalidArgument naming `op` otherwise).
+void SplitInto(const phi::DenseTensor& flat, const phi::DenseTensor& like, int parts,
+               std::vector<phi::DenseTensor>* list, const char* op);
 
 }  // namespace dist
 }  // namespace paddle_like
