@@ -296,7 +296,9 @@ TEST(GlooFaultMatrix, PeerKilledMidAllReduceNoSignalAndLaterOpsRaise) {
     pg.Barrier()->Wait();
     for (int iter = 0; iter < 200; ++iter) {
       if (ctx.rank == victim && iter == 2) {
-        auto task = pg.AllReduce(&t, t, {}, false);
+        // The same op as the survivors (so only the death differs: the agreement check
+        // would rightly report SUM against MAX if the exchange finished before the kill).
+        auto task = pg.AllReduce(&t, t, {ReduceOp::MAX, 1.0}, false);
         raise(SIGKILL);
       }
       try {

@@ -29,7 +29,9 @@ TEST(GlooFaults, RankKilledDuringLongAllReduceRaisesOnAllOthers) {
     for (int iter = 0; iter < 1000; ++iter) {
       if (ctx.rank == victim && iter == 3) {
         // Die in the middle of the next collective: the peers are already inside it.
-        auto task = pg.AllReduce(&t, t, {}, false);
+        // The same op as the survivors (so only the death differs: the agreement check
+        // would rightly report SUM against MAX if the exchange finished before the kill).
+        auto task = pg.AllReduce(&t, t, {ReduceOp::MAX, 1.0}, false);
         raise(SIGKILL);
       }
       try {
