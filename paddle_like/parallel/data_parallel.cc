@@ -1,0 +1,136 @@
+#include "paddle_like/parallel/data_parallel.h"
+
+#include <cstring>
+#include <map>
+
+#include "paddle_like/dist/object_collectives.h"
+#include "paddle_like/eager/autograd.h"
+#include "phi/core/errors.h"
+
+namespace paddle_like {
+
+namespace {
+
+std::string Describe(const Tensor& t) {
+  return std::string(phi::DataTypeToString(t.dtype())) + " " + t.dims().to_str();
+}
+
+}  // namespace
+
+void BroadcastCoalesced(const std::vector<phi::DenseTensor*>& tensors, int src,
+                        size_t buffer_size, const dist::GroupPtr& group) {
+  // Chunks per dtype, in order, each at most buffer_size bytes (a bigger tensor alone).
+  std::map<phi::DataType, std::vector<std::vector<phi::DenseTensor*>>> chunks;
+  std::map<phi::DataType, size_t> open_bytes;
+  for (phi::DenseTensor* t : tensors) {
+    auto& list = chunks[t->dtype()];
+    size_t& bytes = open_bytes[t->dtype()];
+    if (list.empty() || bytes + t->nbytes() > buffer_size) {
+      list.emplace_back();
+      bytes = 0;
+    }
+    list.back().push_back(t);
+    bytes += t->nbytes();
+  }
+  dist::record_comm name("DataParallel broadcast_coalesced");
+  for (auto& [dtype, list] : chunks) {
+    for (auto& chunk : list) {
+      int64_t total = 0;
+      for (auto* t : chunk) total += t->numel();
+      phi::DenseTensor flat(phi::CPUPlace(), dtype, phi::DDim({total}));
+      auto* bytes = static_cast<char*>(flat.data());
+      size_t at = 0;
+      for (auto* t : chunk) {
+        if (t->nbytes()) std::memcpy(bytes + at, t->data(), t->nbytes());
+        at += t->nbytes();
+      }
+      dist::broadcast(&flat, src, {group, false});
+      at = 0;
+      for (auto* t : chunk) {
+        if (t->nbytes()) std::memcpy(t->data(), bytes + at, t->nbytes());
+        at += t->nbytes();
+      }
+    }
+  }
+}
+
+void VerifyParamsAcrossProcesses(const std::vector<std::pair<std::string, Tensor>>& params,
+                                 const dist::GroupPtr& group) {
+  std::vector<std::string> mine;
+  for (const auto& [name, t] : params) mine.push_back(name + ": " + Describe(t));
+  std::vector<std::vector<std::string>> all;
+  dist::all_gather_object(&all, mine, group);
+  const auto& ref = all[0];
+  for (size_t r = 1; r < all.size(); ++r) {
+    const auto& theirs = all[r];
+    for (size_t i = 0; i < std::max(ref.size(), theirs.size()); ++i) {
+      if (i < ref.size() && i < theirs.size() && ref[i] == theirs[i]) continue;
+      PADDLE_THROW(phi::errors::InvalidArgument(
+          "DataParallel: the ranks' parameters differ. Parameter %zu is %s on rank 0 but %s "
+          "on rank %d (rank 0 has %zu parameters, rank %d has %zu).",
+          i, i < ref.size() ? ("'" + ref[i] + "'").c_str() : "missing",
+          i < theirs.size() ? ("'" + theirs[i] + "'").c_str() : "missing",
+          group->ranks()[r], ref.size(), group->ranks()[r], theirs.size()));
+    }
+  }
+}
+
+DataParallel::DataParallel(std::shared_ptr<nn::Module> module, DataParallelOptions options)
+    : module_(std::move(module)), options_(options) {
+  PADDLE_ENFORCE_NOT_NULL(module_, phi::errors::InvalidArgument("DataParallel: null module."));
+  group_ = options_.group ? options_.group : dist::world();
+  PADDLE_ENFORCE(group_->is_member(),
+                 phi::errors::InvalidArgument(
+                     "DataParallel: this rank is not a member of group '%s'.",
+                     group_->name().c_str()));
+  register_module("module", module_);
+  auto named = module_->named_parameters();
+  VerifyParamsAcrossProcesses(named, group_);
+  std::vector<phi::DenseTensor*> state;
+  std::vector<Tensor> params, buffers = module_->buffers();
+  std::vector<std::string> names;
+  for (auto& [name, t] : named) {
+    params.push_back(t);
+    names.push_back(name);
+  }
+  for (Tensor& t : params) state.push_back(&t.mutable_value());
+  for (Tensor& t : buffers) state.push_back(&t.mutable_value());
+  BroadcastCoalesced(state, group_->ranks()[0], options_.comm_buffer_size, group_);
+  ReducerOptions ro;
+  ro.comm_buffer_size = options_.comm_buffer_size;
+  ro.last_comm_buffer_size = options_.last_comm_buffer_size;
+  ro.find_unused_parameters = options_.find_unused_parameters;
+  ro.gradient_as_bucket_view = options_.gradient_as_bucket_view;
+  reducer_ = std::make_unique<Reducer>(std::move(params), std::move(names), group_, ro);
+}
+
+DataParallel::~DataParallel() = default;
+
+Tensor DataParallel::forward(const Tensor& input) {
+  if (options_.broadcast_buffers) {
+    std::vector<Tensor> buffers = module_->buffers();
+    if (!buffers.empty()) {
+      std::vector<phi::DenseTensor*> state;
+      for (Tensor& t : buffers) state.push_back(&t.mutable_value());
+      BroadcastCoalesced(state, group_->ranks()[0], options_.comm_buffer_size, group_);
+    }
+  }
+  Tensor out = module_->forward(input);
+  if (autograd::IsGradEnabled() && training()) {
+    if (require_sync_) reducer_->PrepareForBackward(out);
+    else reducer_->PrepareForLocalBackward();
+  }
+  return out;
+}
+
+void DataParallel::register_comm_hook(std::any state, CommHook hook) {
+  reducer_->RegisterCommHook(std::move(state), std::move(hook));
+}
+
+DataParallel::NoSyncGuard::NoSyncGuard(DataParallel* dp) : dp_(dp), previous_(dp->require_sync_) {
+  dp_->require_sync_ = false;
+}
+
+DataParallel::NoSyncGuard::~NoSyncGuard() { dp_->require_sync_ = previous_; }
+
+}  // namespace paddle_like
