@@ -259,6 +259,12 @@ void Reducer::WaitLaunched() {
   }
 }
 
+std::vector<std::vector<size_t>> Reducer::bucket_indices() const {
+  std::vector<std::vector<size_t>> out;
+  for (const auto& b : buckets_) out.push_back(b->params);
+  return out;
+}
+
 std::vector<std::string> Reducer::NamesOf(const std::vector<size_t>& indices) const {
   std::vector<std::string> out;
   for (size_t i : indices) out.push_back(names_[i]);
