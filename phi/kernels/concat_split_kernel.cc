@@ -69,6 +69,9 @@ void SplitKernel(const DenseTensor& x, const std::vector<int64_t>& sections, int
   PADDLE_ENFORCE_EQ(out.size(), sections.size(),
                     errors::InvalidArgument("split: %zu sections but %zu outputs.",
                                             sections.size(), out.size()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    PADDLE_ENFORCE_NOT_NULL(out[i], errors::InvalidArgument("split: output %zu is null.", i));
+  }
   int64_t total = x.dims()[axis];
   std::vector<int64_t> sizes = sections;
   int64_t known = 0;
@@ -93,6 +96,9 @@ void SplitKernel(const DenseTensor& x, const std::vector<int64_t>& sections, int
   size_t in_row = static_cast<size_t>(total * v.inner) * elem;
   const auto* src = static_cast<const char*>(x.data());
   size_t col = 0;
+  // All pieces are cut before any output is assigned: an output may be x itself.
+  std::vector<DenseTensor> pieces;
+  pieces.reserve(sizes.size());
   for (size_t i = 0; i < sizes.size(); ++i) {
     std::vector<int64_t> dims = x.dims().Get();
     dims[axis] = sizes[i];
@@ -103,9 +109,9 @@ void SplitKernel(const DenseTensor& x, const std::vector<int64_t>& sections, int
       std::memcpy(dst + o * bytes, src + o * in_row + col, bytes);
     }
     col += bytes;
-    PADDLE_ENFORCE_NOT_NULL(out[i], errors::InvalidArgument("split: output %zu is null.", i));
-    *out[i] = std::move(piece);
+    pieces.push_back(std::move(piece));
   }
+  for (size_t i = 0; i < pieces.size(); ++i) *out[i] = std::move(pieces[i]);
 }
 
 }  // namespace phi

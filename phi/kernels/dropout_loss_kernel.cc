@@ -40,6 +40,7 @@ void DropoutKernel(const DenseTensor& x, double p, uint64_t seed, DenseTensor* o
 void DropoutGradKernel(const DenseTensor& mask, const DenseTensor& dout, double p,
                        DenseTensor* dx) {
   CheckCpuInput(dout, "dropout_grad", "dout");
+  CheckCpuInput(mask, "dropout_grad", "mask");
   CheckProbability(p);
   PADDLE_ENFORCE(mask.dtype() == DataType::UINT8 && mask.dims() == dout.dims(),
                  errors::InvalidArgument("dropout_grad: mask must be uint8 %s, got %s %s.",
@@ -70,6 +71,7 @@ void MseLossKernel(const DenseTensor& x, const DenseTensor& y, DenseTensor* loss
 
 void MseLossGradKernel(const DenseTensor& x, const DenseTensor& y, const DenseTensor& dloss,
                        DenseTensor* dx) {
+  CheckCpuInput(dloss, "mse_loss_grad", "dloss");
   PADDLE_ENFORCE_EQ(dloss.numel(), 1,
                     errors::InvalidArgument("mse_loss_grad: dloss must have one element, got %s.",
                                             dloss.dims().to_str().c_str()));

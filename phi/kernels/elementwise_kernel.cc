@@ -1,5 +1,7 @@
 // Elementwise kernels (add with bias broadcast, subtract, multiply, scale), reductions to a
 // scalar, full and cast.
+#include <type_traits>
+
 #include "phi/kernels/kernel_funcs_internal.h"
 #include "phi/kernels/math_kernels.h"
 
@@ -134,24 +136,34 @@ void AccumulateKernel(const DenseTensor& y, DenseTensor* x) {
   });
 }
 
-void SumAllKernel(const DenseTensor& x, DenseTensor* out) {
-  CheckFloatInput(x, "sum", "x");
-  VisitFloating(x.dtype(), "sum", [&](auto tag) {
+namespace {
+
+// A 1-element tensor of x's dtype holding (sum of x, in double) / divisor, rounded once: the
+// mean is not taken from the sum rounded to x's dtype, which overflows float16 long before
+// the mean does.
+void ReduceAll(const DenseTensor& x, double divisor, const char* kernel, DenseTensor* out) {
+  VisitFloating(x.dtype(), kernel, [&](auto tag) {
     using T = typename decltype(tag)::type;
     double s = 0;
     const T* p = x.data<T>();
     for (int64_t i = 0; i < x.numel(); ++i) s += static_cast<double>(p[i]);
     DenseTensor result(CPUPlace(), x.dtype(), DDim({1}));
-    result.data<T>()[0] = static_cast<T>(s);
+    result.data<T>()[0] = static_cast<T>(s / divisor);
     *out = std::move(result);
   });
 }
 
+}  // namespace
+
+void SumAllKernel(const DenseTensor& x, DenseTensor* out) {
+  CheckFloatInput(x, "sum", "x");
+  ReduceAll(x, 1.0, "sum", out);
+}
+
 void MeanAllKernel(const DenseTensor& x, DenseTensor* out) {
+  CheckFloatInput(x, "mean", "x");
   PADDLE_ENFORCE_GT(x.numel(), 0, errors::InvalidArgument("mean: x has no elements."));
-  DenseTensor sum;
-  SumAllKernel(x, &sum);
-  ScaleKernel(sum, 1.0 / static_cast<double>(x.numel()), 0.0, true, out);
+  ReduceAll(x, static_cast<double>(x.numel()), "mean", out);
 }
 
 void FullKernel(const DDim& dims, DataType dtype, double value, DenseTensor* out) {
@@ -177,7 +189,13 @@ void CastKernel(const DenseTensor& x, DataType dtype, DenseTensor* out) {
         const In* src = x.data<In>();
         Out* dst = result.data<Out>();
         for (int64_t i = 0; i < x.numel(); ++i) {
-          dst[i] = static_cast<Out>(static_cast<double>(src[i]));
+          if constexpr (std::is_arithmetic_v<In> && std::is_arithmetic_v<Out>) {
+            // Directly: through double, int64 beyond 2^53 would lose its low bits (and
+            // int64 -> float32 would round twice).
+            dst[i] = static_cast<Out>(src[i]);
+          } else {
+            dst[i] = static_cast<Out>(static_cast<double>(src[i]));  // float16 / bfloat16
+          }
         }
       }
     });

@@ -61,6 +61,10 @@ void EmbeddingGradKernel(const DenseTensor& ids, const DenseTensor& dout, const 
   CheckCpuInput(ids, "embedding_grad", "ids");
   CheckCpuInput(dout, "embedding_grad", "dout");
   CheckInt64(ids, "embedding_grad", "ids");
+  PADDLE_ENFORCE_EQ(table_dims.size(), 2,
+                    errors::InvalidArgument("embedding_grad: table_dims must be [rows, dim], "
+                                            "got %s.",
+                                            table_dims.to_str().c_str()));
   int64_t rows = table_dims[0];
   int64_t width = table_dims[1];
   PADDLE_ENFORCE_EQ(dout.numel(), ids.numel() * width,

@@ -13,11 +13,11 @@ namespace {
 
 constexpr const char* kMatmul = "matmul";
 
-void Check2D(const DenseTensor& t, const char* name) {
-  CheckCpuInput(t, kMatmul, name);
-  CheckFloating(t, kMatmul, name);
+void Check2D(const DenseTensor& t, const char* kernel, const char* name) {
+  CheckCpuInput(t, kernel, name);
+  CheckFloating(t, kernel, name);
   PADDLE_ENFORCE_EQ(t.dims().size(), 2,
-                    errors::InvalidArgument("matmul: %s must be 2-D, got dims %s.", name,
+                    errors::InvalidArgument("%s: %s must be 2-D, got dims %s.", kernel, name,
                                             t.dims().to_str().c_str()));
 }
 
@@ -25,6 +25,25 @@ void Check2D(const DenseTensor& t, const char* name) {
 std::pair<int64_t, int64_t> OpShape(const DenseTensor& t, bool trans) {
   return trans ? std::make_pair(t.dims()[1], t.dims()[0])
                : std::make_pair(t.dims()[0], t.dims()[1]);
+}
+
+// Checks x and y (2-D, same floating dtype, inner dims agree); returns the dims of op(x) op(y).
+DDim CheckOperands(const DenseTensor& x, const DenseTensor& y, bool trans_x, bool trans_y,
+                   const char* kernel) {
+  Check2D(x, kernel, "x");
+  Check2D(y, kernel, "y");
+  PADDLE_ENFORCE(x.dtype() == y.dtype(),
+                 errors::InvalidArgument("%s: x is %s but y is %s.", kernel,
+                                         DataTypeToString(x.dtype()),
+                                         DataTypeToString(y.dtype())));
+  auto [m, k] = OpShape(x, trans_x);
+  auto [k2, n] = OpShape(y, trans_y);
+  PADDLE_ENFORCE(k == k2, errors::InvalidArgument(
+                              "%s: inner dims differ: x %s (trans_x=%d) has %ld columns, "
+                              "y %s (trans_y=%d) has %ld rows.",
+                              kernel, x.dims().to_str().c_str(), int(trans_x), long(k),
+                              y.dims().to_str().c_str(), int(trans_y), long(k2)));
+  return DDim({m, n});
 }
 
 template <typename T>
@@ -53,21 +72,7 @@ void Gemm(const DenseTensor& a, bool ta, const DenseTensor& b, bool tb, DenseTen
 
 void MatmulKernel(const DenseTensor& x, const DenseTensor& y, bool trans_x, bool trans_y,
                   DenseTensor* out) {
-  Check2D(x, "x");
-  Check2D(y, "y");
-  PADDLE_ENFORCE(x.dtype() == y.dtype(),
-                 errors::InvalidArgument("matmul: x is %s but y is %s.",
-                                         DataTypeToString(x.dtype()),
-                                         DataTypeToString(y.dtype())));
-  auto [m, k] = OpShape(x, trans_x);
-  auto [k2, n] = OpShape(y, trans_y);
-  PADDLE_ENFORCE(k == k2, errors::InvalidArgument(
-                              "matmul: inner dims differ: x %s (trans_x=%d) has %ld columns, "
-                              "y %s (trans_y=%d) has %ld rows.",
-                              x.dims().to_str().c_str(), int(trans_x), long(k),
-                              y.dims().to_str().c_str(), int(trans_y), long(k2)));
-  (void)m;
-  (void)n;
+  CheckOperands(x, y, trans_x, trans_y, kMatmul);
   kernels_internal::VisitFloating(x.dtype(), kMatmul, [&](auto tag) {
     using T = typename decltype(tag)::type;
     Gemm<T>(x, trans_x, y, trans_y, out);
@@ -76,18 +81,31 @@ void MatmulKernel(const DenseTensor& x, const DenseTensor& y, bool trans_x, bool
 
 void MatmulGradKernel(const DenseTensor& x, const DenseTensor& y, const DenseTensor& dout,
                       bool trans_x, bool trans_y, DenseTensor* dx, DenseTensor* dy) {
-  Check2D(dout, "dout");
+  // x, y and dout are all read: each is checked (an unchecked dout of the wrong shape would
+  // have Eigen read past its end).
+  DDim out_dims = CheckOperands(x, y, trans_x, trans_y, "matmul_grad");
+  Check2D(dout, "matmul_grad", "dout");
+  PADDLE_ENFORCE(dout.dtype() == x.dtype() && dout.dims() == out_dims,
+                 errors::InvalidArgument("matmul_grad: dout must be %s %s (the output's), got "
+                                         "%s %s.",
+                                         DataTypeToString(x.dtype()), out_dims.to_str().c_str(),
+                                         DataTypeToString(dout.dtype()),
+                                         dout.dims().to_str().c_str()));
   // out = op(x) op(y). With X = op(x), Y = op(y): dX = dout Y^T, dY = X^T dout; then undo op.
   kernels_internal::VisitFloating(x.dtype(), "matmul_grad", [&](auto tag) {
     using T = typename decltype(tag)::type;
+    // Both are computed before either output is written: dx may be x or y itself.
+    DenseTensor gx, gy;
     if (dx != nullptr) {
-      if (!trans_x) Gemm<T>(dout, false, y, !trans_y, dx);   // dout op(y)^T
-      else Gemm<T>(y, trans_y, dout, true, dx);              // (dout op(y)^T)^T
+      if (!trans_x) Gemm<T>(dout, false, y, !trans_y, &gx);  // dout op(y)^T
+      else Gemm<T>(y, trans_y, dout, true, &gx);             // (dout op(y)^T)^T
     }
     if (dy != nullptr) {
-      if (!trans_y) Gemm<T>(x, !trans_x, dout, false, dy);   // op(x)^T dout
-      else Gemm<T>(dout, true, x, trans_x, dy);              // (op(x)^T dout)^T
+      if (!trans_y) Gemm<T>(x, !trans_x, dout, false, &gy);  // op(x)^T dout
+      else Gemm<T>(dout, true, x, trans_x, &gy);             // (op(x)^T dout)^T
     }
+    if (dx != nullptr) *dx = std::move(gx);
+    if (dy != nullptr) *dy = std::move(gy);
   });
 }
 

@@ -77,11 +77,20 @@ void SoftmaxWithCrossEntropyGradKernel(const DenseTensor& label, const DenseTens
                                        const DenseTensor& dloss, int64_t ignore_index,
                                        DenseTensor* dlogits) {
   CheckCpuInput(softmax, kKernel, "softmax");
+  CheckCpuInput(label, kKernel, "label");
   CheckCpuInput(dloss, kKernel, "dloss");
+  CheckFloating(softmax, kKernel, "softmax");
   auto [n, c] = CheckShapes(softmax, label);
   PADDLE_ENFORCE_EQ(dloss.numel(), n,
                     errors::InvalidArgument("%s_grad: dloss must have %ld elements, got %s.",
                                             kKernel, long(n), dloss.dims().to_str().c_str()));
+  PADDLE_ENFORCE(dloss.dtype() == softmax.dtype(),
+                 errors::InvalidArgument("%s_grad: dloss is %s but softmax is %s.", kKernel,
+                                         DataTypeToString(dloss.dtype()),
+                                         DataTypeToString(softmax.dtype())));
+  // A label outside [0, C) would otherwise match no column and pass as a silent wrong
+  // gradient.
+  CheckLabels(label, c, ignore_index);
   VisitFloating(softmax.dtype(), kKernel, [&](auto tag) {
     using T = typename decltype(tag)::type;
     DenseTensor dx(CPUPlace(), softmax.dtype(), softmax.dims());
