@@ -1,14 +1,13 @@
 #include "tools/comm_bench/bench_report.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
+
+#include "tools/common/gnuplot.h"
 
 namespace paddle_like {
 namespace bench {
@@ -211,14 +210,7 @@ bool WriteJson(const std::string& path, const Report& r) {
 }
 
 bool WritePlot(const std::string& path, const Report& r) {
-  std::string gnuplot;
-  for (const char* dir : {"/usr/bin/gnuplot", "/usr/local/bin/gnuplot", "/bin/gnuplot"}) {
-    if (::access(dir, X_OK) == 0) {
-      gnuplot = dir;
-      break;
-    }
-  }
-  if (gnuplot.empty()) {
+  if (tools::FindGnuplot().empty()) {
     std::printf("# --plot: gnuplot not found (Debian: apt-get install gnuplot-nox); no %s\n",
                 path.c_str());
     return true;
@@ -234,48 +226,30 @@ bool WritePlot(const std::string& path, const Report& r) {
     std::printf("# --plot: no size sweep to plot\n");
     return true;
   }
-  char tmpl[] = "/tmp/comm_bench_plot_XXXXXX";
-  int fd = ::mkstemp(tmpl);
-  if (fd < 0) return false;
-  ::close(fd);
-  std::string data = tmpl;
-  {
-    std::ofstream d(data);
-    for (const auto& op : order) {
-      for (const Row* row : by_op[op]) {
-        d << row->bytes << " " << row->oop.busbw << " " << (row->ip.present ? row->ip.busbw : 0)
-          << "\n";
-      }
-      d << "\n\n";
+  std::ostringstream s;
+  s << "set terminal pngcairo noenhanced size 1000,640\n"
+    << "set output " << JsonString(path) << "\n"
+    << "set title " << JsonString("comm_bench: " + r.backend + ", " + std::to_string(r.world) +
+                                  " ranks, " + r.mode + " (out-of-place busbw)")
+    << "\nset logscale x 2\nset xlabel 'size (bytes)'\nset ylabel 'busbw (GB/s)'\n"
+    << "set key left top\nset grid\nset format x '%.0b %BB'\n"
+    << "$data << EOD\n";
+  for (const auto& op : order) {
+    for (const Row* row : by_op[op]) {
+      s << row->bytes << " " << row->oop.busbw << " " << (row->ip.present ? row->ip.busbw : 0)
+        << "\n";
     }
+    s << "\n\n";
   }
-  std::string script = data + ".gp";
-  {
-    std::ofstream s(script);
-    s << "set terminal pngcairo noenhanced size 1000,640\n"
-      << "set output " << JsonString(path) << "\n"
-      << "set title " << JsonString("comm_bench: " + r.backend + ", " + std::to_string(r.world) +
-                                    " ranks, " + r.mode + " (out-of-place busbw)")
-      << "\nset logscale x 2\nset xlabel 'size (bytes)'\nset ylabel 'busbw (GB/s)'\n"
-      << "set key left top\nset grid\nset format x '%.0b %BB'\n"
-      << "plot ";
-    for (size_t i = 0; i < order.size(); ++i) {
-      s << (i ? ", " : "") << JsonString(data) << " index " << i
-        << " using 1:2 with linespoints title " << JsonString(order[i]);
-    }
-    s << "\n";
+  s << "EOD\nplot ";
+  for (size_t i = 0; i < order.size(); ++i) {
+    s << (i ? ", " : "") << "$data index " << i << " using 1:2 with linespoints title "
+      << JsonString(order[i]);
   }
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execl(gnuplot.c_str(), "gnuplot", script.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  int st = 0;
-  if (pid > 0) ::waitpid(pid, &st, 0);
-  ::unlink(data.c_str());
-  ::unlink(script.c_str());
-  if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-    std::fprintf(stderr, "comm_bench: gnuplot failed to write %s\n", path.c_str());
+  s << "\n";
+  std::string error;
+  if (!tools::RunGnuplot(s.str(), &error)) {
+    std::fprintf(stderr, "comm_bench: %s; no %s\n", error.c_str(), path.c_str());
     return false;
   }
   std::printf("# plot written to %s\n", path.c_str());

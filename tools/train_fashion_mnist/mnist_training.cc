@@ -1,0 +1,96 @@
+#include "tools/train_fashion_mnist/mnist_training.h"
+
+#include <random>
+
+#include "paddle_like/eager/autograd.h"
+#include "paddle_like/eager/functional.h"
+#include "phi/kernels/math_kernels.h"
+
+namespace paddle_like {
+namespace tools {
+
+namespace {
+// Fashion-MNIST's pixel mean and standard deviation (of x / 255 over the training set).
+constexpr double kMean = 0.2860;
+constexpr double kStd = 0.3530;
+}  // namespace
+
+std::shared_ptr<nn::Sequential> MakeClassifier(int64_t pixels, int64_t hidden, double dropout,
+                                               uint64_t seed, phi::DataType dtype) {
+  auto net = std::make_shared<nn::Sequential>();
+  net->append(std::make_shared<nn::Linear>(pixels, hidden, seed + 1, dtype));
+  net->append(std::make_shared<nn::ReLU>());
+  if (dropout > 0) net->append(std::make_shared<nn::Dropout>(dropout, seed + 7));
+  net->append(std::make_shared<nn::Linear>(hidden, hidden / 2, seed + 2, dtype));
+  net->append(std::make_shared<nn::ReLU>());
+  net->append(std::make_shared<nn::Linear>(hidden / 2, 10, seed + 3, dtype));
+  return net;
+}
+
+Batch MakeBatch(const IdxDataset& data, const std::vector<int64_t>& indices, int64_t begin,
+                int64_t count, phi::DataType dtype) {
+  const int64_t pixels = data.pixels();
+  phi::DenseTensor x(phi::CPUPlace(), phi::DataType::FLOAT64, phi::DDim({count, pixels}));
+  phi::DenseTensor y(phi::CPUPlace(), phi::DataType::INT64, phi::DDim({count}));
+  double* px = x.data<double>();
+  int64_t* py = y.data<int64_t>();
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t sample = indices[begin + i];
+    const uint8_t* img = data.images.data() + sample * pixels;
+    for (int64_t k = 0; k < pixels; ++k) px[i * pixels + k] = (img[k] / 255.0 - kMean) / kStd;
+    py[i] = data.labels[sample];
+  }
+  phi::DenseTensor typed;
+  phi::CastKernel(x, dtype, &typed);
+  return {Tensor(std::move(typed)), Tensor(std::move(y))};
+}
+
+std::vector<int64_t> EpochOrder(int64_t n, uint64_t seed, int epoch) {
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) order[i] = i;
+  // Fisher-Yates on raw 64-bit draws (std::shuffle's use of the engine is not specified).
+  std::mt19937_64 gen(seed * 1000003u + static_cast<uint64_t>(epoch));
+  for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[gen() % static_cast<uint64_t>(i + 1)]);
+  return order;
+}
+
+double TrainStep(nn::Module& model, optimizer::Optimizer& opt, const Batch& batch) {
+  Tensor loss = functional::cross_entropy(model(batch.images), batch.labels);
+  loss.backward();
+  opt.step();
+  opt.clear_grad();
+  phi::DenseTensor d;
+  phi::CastKernel(loss.value(), phi::DataType::FLOAT64, &d);
+  return d.data<double>()[0];
+}
+
+int64_t CountCorrect(nn::Module& model, const IdxDataset& data, int64_t begin, int64_t end,
+                     phi::DataType dtype) {
+  autograd::NoGradGuard no_grad;
+  bool was_training = model.training();
+  model.eval();
+  std::vector<int64_t> all(static_cast<size_t>(data.count));
+  for (int64_t i = 0; i < data.count; ++i) all[i] = i;
+  int64_t correct = 0;
+  const int64_t chunk = 500;
+  for (int64_t at = begin; at < end; at += chunk) {
+    int64_t n = std::min(chunk, end - at);
+    Batch b = MakeBatch(data, all, at, n, dtype);
+    phi::DenseTensor logits;
+    phi::CastKernel(model(b.images).value(), phi::DataType::FLOAT64, &logits);
+    const double* p = logits.data<double>();
+    const int64_t* label = b.labels.value().data<int64_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t best = 0;
+      for (int64_t c = 1; c < 10; ++c) {
+        if (p[i * 10 + c] > p[i * 10 + best]) best = c;
+      }
+      correct += best == label[i];
+    }
+  }
+  if (was_training) model.train();
+  return correct;
+}
+
+}  // namespace tools
+}  // namespace paddle_like
