@@ -10,7 +10,9 @@ PKGS=(
   libgloo-dev
   libopenmpi-dev openmpi-bin
   clang libclang-rt-14-dev   # libFuzzer for the store's wire-parser fuzzer
-  gnuplot-nox                # comm_bench's PNG plot
+  gnuplot-nox                # comm_bench's and the demo's PNG plots
+  zlib1g-dev                 # the demo reads the gzip IDX files
+  dataset-fashion-mnist      # the demo's dataset (/usr/share/datasets/fashion-mnist)
 )
 
 missing=()
