@@ -14,6 +14,11 @@ namespace dist {
 // the call then does nothing and returns a null Work (warned once per process).
 GroupPtr ResolveGroup(const GroupPtr& group, const char* op);
 
+// The store init_process_group rendezvoused on (no group prefix), and the rank init gave
+// this process (stable across a shrink of the world, which renumbers ranks).
+std::shared_ptr<Store> RootStore();
+int InitRank();
+
 // "cuda" for a GPU tensor, "cpu" otherwise: the key of a group's backend map.
 std::string DeviceOf(const phi::DenseTensor& t);
 

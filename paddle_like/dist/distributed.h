@@ -48,13 +48,15 @@ class Work;
 class Group;
 // Completion of a Work, for callbacks (DataParallel comm hooks): then(cb) runs cb(work) once
 // the op has ended (successfully or not: see work.exception()) on a thread of its own, and
-// returns a Future that ends when cb has run.
+// returns a Future that ends when cb has run. wait() on a Work's own future rethrows the op's
+// error; on a then() future, the callback's (a callback that rethrows work.exception()
+// passes the op's error on).
 class Future {
  public:
   Future(std::shared_ptr<Work> work, std::shared_future<void> done);
   std::shared_ptr<Future> then(std::function<void(Work&)> callback);
   // Blocks until the op (and, for a then() future, its callback) has ended; rethrows the
-  // callback's exception.
+  // op's error (a then() future: the callback's exception).
   void wait();
 
  private:

@@ -67,14 +67,10 @@ int Work::source_rank() const { return task_->source_rank(); }
 
 std::shared_ptr<Future> Work::get_future() {
   auto self = shared_from_this();
-  // Ends when the op ends; the op's error stays in the Work (exception()), not here.
+  // Ends when the op ends and carries its error: wait() rethrows it (a then() callback gets
+  // the Work and decides for itself).
   std::shared_future<void> done =
-      std::async(std::launch::async, [self] {
-        try {
-          self->wait();
-        } catch (...) {
-        }
-      }).share();
+      std::async(std::launch::async, [self] { self->wait(); }).share();
   return std::make_shared<Future>(self, std::move(done));
 }
 
@@ -242,6 +238,7 @@ class World {
                    : std::chrono::milliseconds(int64_t{FLAGS_default_group_timeout_s} * 1000);
     store_ = store;
     global_rank_ = rank;
+    init_rank_ = rank;
     device_id_ = o.device_id;
     next_gid_ = 1;
     local_groups_.clear();
@@ -249,6 +246,18 @@ class World {
     for (int r = 0; r < size; ++r) ranks[r] = r;
     world_ = MakeGroupLocked(o.group_name.empty() ? "default_pg" : o.group_name, 0, ranks,
                              config, std::move(by_device), timeout_);
+  }
+
+  std::shared_ptr<Store> root_store() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    PADDLE_ENFORCE_NOT_NULL(store_, phi::errors::PreconditionNotMet(
+                                        "The default process group is not initialized: call "
+                                        "init_process_group() first."));
+    return store_;
+  }
+  int init_rank() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return init_rank_;
   }
 
   GroupPtr world() const {
@@ -397,6 +406,7 @@ class World {
   std::map<int, GroupPtr> groups_;
   std::shared_ptr<Store> store_;
   int global_rank_ = -1;
+  int init_rank_ = -1;  // the rank init gave this process (a world shrink renumbers global_rank_)
   int next_gid_ = 1;
   int device_id_ = -1;  // init's device_id, for the device backends of every group
   std::chrono::milliseconds timeout_{0};
@@ -408,6 +418,8 @@ void init_process_group(const InitOptions& options) { World::Get().Init(options)
 bool is_initialized() { return World::Get().initialized(); }
 void destroy_process_group(const GroupPtr& group) { World::Get().Destroy(group); }
 GroupPtr world() { return World::Get().world(); }
+std::shared_ptr<Store> RootStore() { return World::Get().root_store(); }
+int InitRank() { return World::Get().init_rank(); }
 
 static GroupPtr Or(const GroupPtr& g) { return g ? g : world(); }
 

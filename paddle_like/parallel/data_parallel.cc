@@ -1,5 +1,7 @@
 #include "paddle_like/parallel/data_parallel.h"
 
+#include <glog/logging.h>
+
 #include <cstring>
 #include <map>
 
@@ -79,6 +81,11 @@ DataParallel::DataParallel(std::shared_ptr<nn::Module> module, DataParallelOptio
     : module_(std::move(module)), options_(options) {
   PADDLE_ENFORCE_NOT_NULL(module_, phi::errors::InvalidArgument("DataParallel: null module."));
   group_ = options_.group ? options_.group : dist::world();
+  if (options_.elastic) {
+    // A group of its own: shrinking it never renumbers the world.
+    group_ = dist::new_group(group_->ranks());
+    dist::start_heartbeat(options_.elastic_options);
+  }
   PADDLE_ENFORCE(group_->is_member(),
                  phi::errors::InvalidArgument(
                      "DataParallel: this rank is not a member of group '%s'.",
@@ -87,21 +94,62 @@ DataParallel::DataParallel(std::shared_ptr<nn::Module> module, DataParallelOptio
   auto named = module_->named_parameters();
   VerifyParamsAcrossProcesses(named, group_);
   std::vector<phi::DenseTensor*> state;
-  std::vector<Tensor> params, buffers = module_->buffers();
+  std::vector<Tensor> buffers = module_->buffers();
+  for (auto& [name, t] : named) state.push_back(&t.mutable_value());
+  for (Tensor& t : buffers) state.push_back(&t.mutable_value());
+  BroadcastCoalesced(state, group_->ranks()[0], options_.comm_buffer_size, group_);
+  reducer_ = MakeReducer();
+}
+
+std::unique_ptr<Reducer> DataParallel::MakeReducer() {
+  std::vector<Tensor> params;
   std::vector<std::string> names;
-  for (auto& [name, t] : named) {
+  for (auto& [name, t] : module_->named_parameters()) {
     params.push_back(t);
     names.push_back(name);
   }
-  for (Tensor& t : params) state.push_back(&t.mutable_value());
-  for (Tensor& t : buffers) state.push_back(&t.mutable_value());
-  BroadcastCoalesced(state, group_->ranks()[0], options_.comm_buffer_size, group_);
   ReducerOptions ro;
   ro.comm_buffer_size = options_.comm_buffer_size;
   ro.last_comm_buffer_size = options_.last_comm_buffer_size;
   ro.find_unused_parameters = options_.find_unused_parameters;
   ro.gradient_as_bucket_view = options_.gradient_as_bucket_view;
-  reducer_ = std::make_unique<Reducer>(std::move(params), std::move(names), group_, ro);
+  auto reducer = std::make_unique<Reducer>(std::move(params), std::move(names), group_, ro);
+  if (hook_) reducer->RegisterCommHook(hook_state_, hook_);
+  return reducer;
+}
+
+void DataParallel::run_step(const std::function<void()>& step) {
+  while (true) {
+    try {
+      step();
+      ++steps_;
+      return;
+    } catch (const phi::EnforceNotMet&) {
+      if (!options_.elastic) throw;
+      RecoverFromDeath(std::current_exception());
+    }
+  }
+}
+
+void DataParallel::RecoverFromDeath(std::exception_ptr failure) {
+  // The failed step's partial gradients go; so does the Reducer and its hooks.
+  reducer_.reset();
+  module_->clear_gradients(/*set_to_zero=*/false);
+  dist::ShrinkResult shrunk = dist::agree_and_shrink(group_, options_.elastic_options);
+  if (!shrunk.group) std::rethrow_exception(failure);  // nobody died: not ours to handle
+  group_ = shrunk.group;
+  reducer_ = MakeReducer();
+  ElasticEvent event{shrunk.lost, steps_, group_->size(), shrunk.seconds};
+  std::string lost;
+  for (int r : event.lost) lost += (lost.empty() ? "" : ", ") + std::to_string(r);
+  LOG(WARNING) << "DataParallel (elastic): rank(s) " << lost << " died at step " << event.step
+               << "; continuing on " << event.new_world_size << " rank(s) (detected and "
+               << "shrunk in " << event.seconds << " s); the step runs again";
+  if (on_rank_lost_) on_rank_lost_(event);
+}
+
+void DataParallel::on_rank_lost(std::function<void(const ElasticEvent&)> callback) {
+  on_rank_lost_ = std::move(callback);
 }
 
 DataParallel::~DataParallel() = default;
@@ -124,7 +172,9 @@ Tensor DataParallel::forward(const Tensor& input) {
 }
 
 void DataParallel::register_comm_hook(std::any state, CommHook hook) {
-  reducer_->RegisterCommHook(std::move(state), std::move(hook));
+  reducer_->RegisterCommHook(state, hook);
+  hook_state_ = std::move(state);  // kept for the Reducer of a shrunk group
+  hook_ = std::move(hook);
 }
 
 DataParallel::NoSyncGuard::NoSyncGuard(DataParallel* dp) : dp_(dp), previous_(dp->require_sync_) {

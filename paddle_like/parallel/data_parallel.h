@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "paddle_like/dist/distributed.h"
+#include "paddle_like/dist/elastic.h"
 #include "paddle_like/nn/module.h"
 #include "paddle_like/parallel/grad_bucket.h"
 #include "paddle_like/parallel/reducer.h"
@@ -35,6 +36,23 @@ struct DataParallelOptions {
   bool gradient_as_bucket_view = false;
   // Broadcast rank 0's buffers before every forward.
   bool broadcast_buffers = true;
+  // Elastic mode (off by default): run_step() survives ranks that die. DataParallel then
+  // runs on a group of its own (made from `group`'s ranks, or the world's: every rank of the
+  // world constructs it), starts this process's heartbeat, and when a step fails because a
+  // rank died it drops the step's partial gradients, agrees with the survivors on who is gone
+  // (dist::agree_and_shrink), rebuilds its buckets for the new group (averaging over the new
+  // world size) and runs the step again. The step function reads rank() and world_size() to
+  // take its shard, so the dead rank's samples are redistributed over the survivors.
+  bool elastic = false;
+  dist::ElasticOptions elastic_options;
+};
+
+// What on_rank_lost reports.
+struct ElasticEvent {
+  std::vector<int> lost;   // global ranks
+  int64_t step = 0;        // the step (run_step call, 0-based) that failed
+  int new_world_size = 0;
+  double seconds = 0;      // detection (agreement) plus shrink
 };
 
 class DataParallel : public nn::Module {
@@ -66,6 +84,18 @@ class DataParallel : public nn::Module {
   // Replaces the bucket all-reduce by `hook` (comm_hooks::fp16_compress_hook, ...).
   void register_comm_hook(std::any state, CommHook hook);
 
+  // Runs one training step: `step` does forward (through this object) and backward. In
+  // elastic mode a step that fails because ranks died is run again on the survivors (see
+  // DataParallelOptions::elastic); any other failure, and any failure without elastic mode,
+  // is raised. The optimizer step belongs after run_step.
+  void run_step(const std::function<void()>& step);
+  // Called (on every survivor) after the group shrank; the event is also logged.
+  void on_rank_lost(std::function<void(const ElasticEvent&)> callback);
+  int64_t steps() const { return steps_; }
+  // This rank's rank and the size of the group it trains in (they change when it shrinks).
+  int rank() const { return group_->rank(); }
+  int world_size() const { return group_->size(); }
+
   const dist::GroupPtr& group() const { return group_; }
   const Reducer& reducer() const { return *reducer_; }
 
@@ -75,6 +105,13 @@ class DataParallel : public nn::Module {
   dist::GroupPtr group_;
   std::unique_ptr<Reducer> reducer_;
   bool require_sync_ = true;
+  int64_t steps_ = 0;
+  std::function<void(const ElasticEvent&)> on_rank_lost_;
+  std::any hook_state_;
+  CommHook hook_;
+
+  std::unique_ptr<Reducer> MakeReducer();
+  void RecoverFromDeath(std::exception_ptr failure);
 };
 
 // Broadcasts `tensors` from global rank `src` in flat chunks of at most `buffer_size` bytes

@@ -64,6 +64,27 @@ TEST(DistFutures, ThenRunsAfterTheOpAndChains) {
   dist::destroy_process_group();
 }
 
+TEST(DistFutures, WaitRethrowsTheOpsErrorAndThenCallbacksSeeIt) {
+  RunRanks(2, [](const RankContext& ctx) {
+    dist::InitOptions o;
+    o.backend = "gloo";
+    o.timeout = std::chrono::seconds(1);
+    dist::init_process_group(o);
+    if (ctx.rank == 0) {  // rank 1 never joins: the op times out
+      DenseTensor t = Ints({1});
+      auto work = dist::all_reduce(&t, dist::ReduceOp::SUM, {nullptr, true});
+      auto future = work->get_future();
+      bool saw_error = false;
+      auto chained = future->then([&](dist::Work& w) { saw_error = w.exception() != nullptr; });
+      EXPECT_THROW(future->wait(), phi::EnforceNotMet);
+      chained->wait();  // the callback handled it: no error here
+      EXPECT_TRUE(saw_error);
+    }
+    ctx.store->set("done/" + std::to_string(ctx.rank), "1");
+    ctx.store->wait({"done/0", "done/1"});
+  });
+}
+
 TEST(DistRecordComm, TheNameIsInTheFlightRecorderAndInErrors) {
   RunRanks(2, [](const RankContext& ctx) {
     dist::InitOptions o;

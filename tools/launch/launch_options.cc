@@ -51,11 +51,15 @@ const char* LaunchUsage() {
          "  --log_dir DIR        also write each rank's output to DIR/rank_R.log\n"
          "  --grace_s S          seconds between SIGTERM and SIGKILL when stopping (default 5)\n"
          "  --quiet              no progress lines from the launcher itself\n"
+         "  --elastic            a rank killed by a signal does not stop the others: it is\n"
+         "                       reported, marked dead in the store (elastic/dead/R, which\n"
+         "                       DataParallel's elastic mode reads) and the job goes on\n"
          "  -h, --help           this text\n"
          "\n"
          "Output lines are prefixed with \"[rank R] \". When a rank fails, the others get SIGTERM,\n"
          "then SIGKILL after the grace period; launch exits non-zero naming the rank. SIGINT and\n"
-         "SIGTERM are forwarded to every rank. Exit status 0 only when every rank exits 0.\n";
+         "SIGTERM are forwarded to every rank. Exit status 0 only when every rank exits 0 (with\n"
+         "--elastic: every rank that was not killed by a signal, and at least one).\n";
 }
 
 LaunchOptions ParseLaunchOptions(int argc, char** argv) {
@@ -76,6 +80,10 @@ LaunchOptions ParseLaunchOptions(int argc, char** argv) {
     }
     if (a == "--quiet") {
       o.quiet = true;
+      continue;
+    }
+    if (a == "--elastic") {
+      o.elastic = true;
       continue;
     }
     const std::string& flag = args.flag();

@@ -16,6 +16,7 @@ struct LaunchOptions {
   std::string log_dir;      // empty: no per-rank log files
   double grace_s = 5.0;     // SIGTERM -> SIGKILL grace period
   bool quiet = false;       // no "launch: ..." progress lines on success
+  bool elastic = false;     // a rank killed by a signal does not stop the others
   std::vector<std::string> command;  // the rank program and its arguments
 
   int world_size() const { return nnodes * nproc_per_node; }

@@ -23,6 +23,7 @@
 
 #include "phi/core/distributed/store/rendezvous.h"
 #include "phi/core/distributed/store/store_auth.h"
+#include "phi/core/distributed/store/tcp_store.h"
 #include "phi/core/distributed/store/tcp_store_server.h"
 #include "tools/launch/output_relay.h"
 
@@ -95,6 +96,7 @@ struct Rank {
   bool pgroup = false;  // pid leads its own process group
   bool running = false;
   int status = 0;
+  bool died = false;  // --elastic: killed by a signal, the others went on
   int log_fd = -1;
   std::unique_ptr<OutputRelay> out, err;
 
@@ -222,6 +224,19 @@ int MsUntil(Clock::time_point t) {
 
 }  // namespace
 
+// --elastic: tells the survivors at once that `rank` is gone (elastic/dead/<rank> in the
+// job's store), instead of leaving them to notice its heartbeat stop.
+void MarkDead(const LaunchOptions& o, int port, int rank) {
+  try {
+    phi::distributed::TCPStore store(o.master_addr.empty() ? "127.0.0.1" : o.master_addr,
+                                     static_cast<uint16_t>(port), /*is_master=*/false,
+                                     /*world_size=*/0, std::chrono::seconds(5));
+    store.set("elastic/dead/" + std::to_string(rank), "1");
+  } catch (const std::exception& e) {
+    Say(std::string("elastic: cannot mark the rank dead in the store: ") + e.what());
+  }
+}
+
 int RunJob(const LaunchOptions& o) {
   InstallSignalHandlers();
   const pid_t self = ::getpid();
@@ -316,7 +331,12 @@ int RunJob(const LaunchOptions& o) {
           if (rl && rl->open()) rl->OnReadable();
         }
         bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-        if (!ok && !stopping) {
+        if (!ok && !stopping && o.elastic && WIFSIGNALED(st)) {
+          r.died = true;
+          Say("rank " + std::to_string(r.rank) + " " + DescribeStatus(st) +
+              "; elastic: the other ranks go on without it");
+          MarkDead(o, port, r.rank);
+        } else if (!ok && !stopping) {
           first_failed = static_cast<int>(i);
           Say("rank " + std::to_string(r.rank) + " " + DescribeStatus(st) +
               (ranks.size() > 1 ? "; stopping the other ranks" : ""));
@@ -411,8 +431,19 @@ int RunJob(const LaunchOptions& o) {
     Say("job stopped by " + SignalName(stop_signal));
     return 128 + stop_signal;
   }
+  int finished = 0;
   for (const auto& r : ranks) {
+    if (r.died) continue;  // --elastic: reported when it happened
     if (!(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0)) return ExitCodeOf(r.status);
+    ++finished;
+  }
+  if (finished == 0) {
+    Say("job failed: every rank died");
+    return 1;
+  }
+  if (finished < static_cast<int>(ranks.size()) && !o.quiet) {
+    Say("elastic: " + std::to_string(finished) + " of " + std::to_string(ranks.size()) +
+        " rank(s) finished");
   }
   return 0;
 }
