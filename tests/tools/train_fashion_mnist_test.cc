@@ -35,6 +35,33 @@ TEST(TrainFashionMnist, TrainsAndMatchesOneProcessOnOneToThreeRanks) {
   }
 }
 
+// The last "test accuracy: X%" line of a run, in percent (-1 when there is none).
+double FinalAccuracy(const std::string& output) {
+  size_t at = output.rfind("test accuracy: ");
+  return at == std::string::npos ? -1 : std::stod(output.substr(at + 15));
+}
+
+TEST(TrainFashionMnist, ElasticRunLosesARankAndFinishesWithinAPointOfAnUninterruptedRun) {
+  if (!HaveDataset()) GTEST_SKIP() << "no " << kDataset << " (Debian: dataset-fashion-mnist)";
+  std::vector<std::string> args = {LAUNCH_BIN, "--elastic", "--nproc_per_node", "4", "--",
+                                   TRAIN_FASHION_MNIST_BIN, "--epochs", "1", "--max_steps",
+                                   "120", "--hidden", "64", "--verify_steps", "0", "--elastic"};
+  auto plain = RunProc(args, std::chrono::seconds(120));
+  ASSERT_EQ(plain.exit_code(), 0) << plain.output;
+  args.insert(args.end(), {"--kill_rank", "2", "--kill_step", "60"});
+  auto killed = RunProc(args, std::chrono::seconds(120));
+  EXPECT_EQ(killed.exit_code(), 0) << killed.output;
+  EXPECT_NE(killed.output.find("launch: rank 2 was killed by signal 9 (SIGKILL); elastic"),
+            std::string::npos)
+      << killed.output;
+  EXPECT_NE(killed.output.find("elastic: rank 2 died at step 60; continuing on 3 ranks"),
+            std::string::npos)
+      << killed.output;
+  double a = FinalAccuracy(plain.output), b = FinalAccuracy(killed.output);
+  EXPECT_GT(a, 50) << plain.output;
+  EXPECT_NEAR(a, b, 1.0) << killed.output;
+}
+
 TEST(TrainFashionMnist, MissingAndCorruptDatasetsAreClearErrors) {
   TempDir dir;
   auto run = [&] {

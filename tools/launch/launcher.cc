@@ -226,7 +226,12 @@ int MsUntil(Clock::time_point t) {
 
 // --elastic: tells the survivors at once that `rank` is gone (elastic/dead/<rank> in the
 // job's store), instead of leaving them to notice its heartbeat stop.
+// PADDLE_ELASTIC_NO_MARK=1 skips it (tools/elastic_trials.sh --heartbeat-only measures the
+// heartbeat path).
 void MarkDead(const LaunchOptions& o, int port, int rank) {
+  if (const char* off = std::getenv("PADDLE_ELASTIC_NO_MARK"); off && std::string(off) == "1") {
+    return;
+  }
   try {
     phi::distributed::TCPStore store(o.master_addr.empty() ? "127.0.0.1" : o.master_addr,
                                      static_cast<uint16_t>(port), /*is_master=*/false,

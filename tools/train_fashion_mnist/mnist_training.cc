@@ -54,14 +54,19 @@ std::vector<int64_t> EpochOrder(int64_t n, uint64_t seed, int epoch) {
   return order;
 }
 
-double TrainStep(nn::Module& model, optimizer::Optimizer& opt, const Batch& batch) {
+double ForwardBackward(nn::Module& model, const Batch& batch, double loss_scale) {
   Tensor loss = functional::cross_entropy(model(batch.images), batch.labels);
-  loss.backward();
-  opt.step();
-  opt.clear_grad();
+  (loss_scale == 1.0 ? loss : functional::scale(loss, loss_scale)).backward();
   phi::DenseTensor d;
   phi::CastKernel(loss.value(), phi::DataType::FLOAT64, &d);
   return d.data<double>()[0];
+}
+
+double TrainStep(nn::Module& model, optimizer::Optimizer& opt, const Batch& batch) {
+  double loss = ForwardBackward(model, batch);
+  opt.step();
+  opt.clear_grad();
+  return loss;
 }
 
 int64_t CountCorrect(nn::Module& model, const IdxDataset& data, int64_t begin, int64_t end,

@@ -32,7 +32,10 @@ Batch MakeBatch(const IdxDataset& data, const std::vector<int64_t>& indices, int
 // every rank.
 std::vector<int64_t> EpochOrder(int64_t n, uint64_t seed, int epoch);
 
-// One optimizer step of `model` on `batch` with mean cross-entropy; returns the loss.
+// Forward and backward of the mean cross-entropy of `model` on `batch`, the loss scaled by
+// `loss_scale` before backward; returns the unscaled loss.
+double ForwardBackward(nn::Module& model, const Batch& batch, double loss_scale = 1.0);
+// ForwardBackward, then one optimizer step; returns the loss.
 double TrainStep(nn::Module& model, optimizer::Optimizer& opt, const Batch& batch);
 
 // Correct predictions of `model` over samples [begin, end) of `data` (eval mode, no grad).

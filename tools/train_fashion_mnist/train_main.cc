@@ -5,6 +5,8 @@
 // steps in float64 on all ranks against one process on the whole batches (max |dw|).
 //
 //   build/tools/launch/launch --nproc_per_node 4 -- build/tools/train_fashion_mnist/train_fashion_mnist
+#include <signal.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -37,7 +39,12 @@ const char* kUsage =
     "  --plot FILE.png       loss and accuracy curve (rank 0, needs gnuplot)\n"
     "  --verify_steps N      float64 steps of the N-ranks vs 1-process check (default 20; 0: off)\n"
     "  --min_accuracy X      exit 1 when the final test accuracy is below X (default 0)\n"
-    "  --seed N              weights and sample order (default 1)\n";
+    "  --seed N              weights and sample order (default 1)\n"
+    "  --elastic             survive ranks that die (DataParallel elastic mode; run under\n"
+    "                        launch --elastic): the survivors shrink the group, take over the\n"
+    "                        dead ranks' samples (the global batch stays the same) and go on\n"
+    "  --kill_rank R --kill_step S   rank R kills itself with SIGKILL at global step S (tests)\n"
+    "  --heartbeat_deadline_ms N     elastic: a rank silent this long is dead (default 3000)\n";
 
 struct Options {
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
@@ -53,6 +60,9 @@ struct Options {
   int64_t verify_steps = 20;
   double min_accuracy = 0;
   uint64_t seed = 1;
+  bool elastic = false;
+  int64_t kill_rank = -1, kill_step = -1;
+  int64_t heartbeat_deadline_ms = 3000;
 };
 
 Options Parse(int argc, char** argv) {
@@ -90,6 +100,10 @@ Options Parse(int argc, char** argv) {
     else if (f == "--verify_steps") o.verify_steps = positive(p.Value(), f);
     else if (f == "--min_accuracy") o.min_accuracy = real(p.Value(), f);
     else if (f == "--seed") o.seed = static_cast<uint64_t>(positive(p.Value(), f));
+    else if (f == "--elastic") o.elastic = true;
+    else if (f == "--kill_rank") o.kill_rank = positive(p.Value(), f);
+    else if (f == "--kill_step") o.kill_step = positive(p.Value(), f);
+    else if (f == "--heartbeat_deadline_ms") o.heartbeat_deadline_ms = positive(p.Value(), f);
     else if (f == "--dtype") {
       std::string v = p.Value();
       if (v == "float32") o.dtype = phi::DataType::FLOAT32;
@@ -110,18 +124,19 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 }
 
 // The mean of `value` over the group's ranks.
-double GroupMean(double value) {
+double GroupMean(double value, const dist::GroupPtr& group) {
   auto t = phi::DenseTensor::FromVector<double>({value});
-  dist::all_reduce(&t, dist::ReduceOp::AVG);
+  dist::all_reduce(&t, dist::ReduceOp::AVG, {group, false});
   return t.data<double>()[0];
 }
 
 // Test accuracy: each rank counts its slice of the test set; the counts are summed.
-double TestAccuracy(nn::Module& model, const IdxDataset& test, phi::DataType dtype) {
-  int rank = dist::get_rank(), world = dist::get_world_size();
+double TestAccuracy(nn::Module& model, const IdxDataset& test, phi::DataType dtype,
+                    const dist::GroupPtr& group) {
+  int rank = group->rank(), world = group->size();
   int64_t begin = test.count * rank / world, end = test.count * (rank + 1) / world;
   auto correct = phi::DenseTensor::FromVector<int64_t>({CountCorrect(model, test, begin, end, dtype)});
-  dist::all_reduce(&correct, dist::ReduceOp::SUM);
+  dist::all_reduce(&correct, dist::ReduceOp::SUM, {group, false});
   return static_cast<double>(correct.data<int64_t>()[0]) / static_cast<double>(test.count);
 }
 
@@ -198,8 +213,20 @@ int Run(const Options& o) {
   auto net = MakeClassifier(train.pixels(), o.hidden, 0.0, o.seed, o.dtype);
   DataParallelOptions dpo;
   dpo.comm_buffer_size = static_cast<size_t>(o.bucket_mb * (1 << 20));
+  dpo.elastic = o.elastic;
+  dpo.elastic_options.heartbeat_deadline = std::chrono::milliseconds(o.heartbeat_deadline_ms);
   DataParallel dp(net, dpo);
   optimizer::Adam opt(dp.parameters(), o.lr);
+  dp.on_rank_lost([&](const ElasticEvent& e) {
+    if (dp.rank() != 0) return;
+    std::string lost;
+    for (int r : e.lost) lost += (lost.empty() ? "" : ", ") + std::to_string(r);
+    std::printf("elastic: rank %s died at step %ld; continuing on %d ranks (detected and "
+                "shrunk in %.3f s); the step runs again, the global batch is split over the "
+                "survivors\n",
+                lost.c_str(), long(e.step), e.new_world_size, e.seconds);
+    std::fflush(stdout);
+  });
 
   std::vector<CurvePoint> loss_curve, accuracy_curve;
   auto start = std::chrono::steady_clock::now();
@@ -210,16 +237,29 @@ int Run(const Options& o) {
   for (int epoch = 0; epoch < o.epochs; ++epoch) {
     std::vector<int64_t> order = EpochOrder(train.count, o.seed, epoch);
     for (int64_t s = 0; s < steps_per_epoch; ++s, ++step) {
-      Batch b = MakeBatch(train, order, s * global + rank * o.batch_size, o.batch_size, o.dtype);
-      loss_sum += TrainStep(dp, opt, b);
+      dp.run_step([&] {
+        if (rank == o.kill_rank && step == o.kill_step) ::raise(SIGKILL);
+        // This rank's share of the global batch, over whoever is left: the shares' losses
+        // are weighted so that the average over ranks is the global batch's mean.
+        int64_t w = dp.world_size(), r = dp.rank();
+        int64_t begin = global * r / w, n = global * (r + 1) / w - begin;
+        Batch b = MakeBatch(train, order, s * global + begin, n, o.dtype);
+        double weight = static_cast<double>(n * w) / static_cast<double>(global);
+        loss_sum += ForwardBackward(dp, b, weight);
+      });
+      opt.step();
+      opt.clear_grad();
       ++loss_count;
       ++interval_steps;
       if ((step + 1) % o.log_every == 0 || step + 1 == total_steps) {
-        double loss = GroupMean(loss_sum / static_cast<double>(loss_count));
+        // Elastic: this rank's own loss (a collective here could meet a death outside
+        // run_step).
+        double local = loss_sum / static_cast<double>(loss_count);
+        double loss = o.elastic ? local : GroupMean(local, dp.group());
         double interval = Seconds(interval_start);
         double elapsed = Seconds(start);
         double eta = elapsed / static_cast<double>(step + 1) * static_cast<double>(total_steps - step - 1);
-        if (rank == 0) {
+        if (dp.rank() == 0) {
           std::printf("epoch %d/%d step %5ld/%ld  loss %.4f  %8.0f samples/s  ETA %5.1f s\n",
                       epoch + 1, o.epochs, long(s + 1), long(steps_per_epoch), loss,
                       static_cast<double>(interval_steps * global) / interval, eta);
@@ -232,9 +272,9 @@ int Run(const Options& o) {
         interval_start = std::chrono::steady_clock::now();
       }
     }
-    accuracy = TestAccuracy(*net, test, o.dtype);
+    accuracy = TestAccuracy(*net, test, o.dtype, dp.group());
     accuracy_curve.push_back({step, accuracy});
-    if (rank == 0) {
+    if (dp.rank() == 0) {
       std::printf("epoch %d/%d done: test accuracy %.2f%% (%.1f s)\n", epoch + 1, o.epochs,
                   100 * accuracy, Seconds(start));
       std::fflush(stdout);
@@ -243,14 +283,17 @@ int Run(const Options& o) {
     interval_steps = 0;
   }
   double train_seconds = Seconds(start);
-  if (rank == 0) {
+  const bool leader = dp.rank() == 0;
+  if (leader) {
     std::printf("test accuracy: %.2f%% after %ld steps (%.1f s, %.0f samples/s)\n", 100 * accuracy,
                 long(total_steps), train_seconds,
                 static_cast<double>(total_steps * global) / train_seconds);
-    if (!o.plot.empty()) WriteCurve(o.plot, loss_curve, accuracy_curve, world);
+    if (!o.plot.empty()) WriteCurve(o.plot, loss_curve, accuracy_curve, dp.world_size());
   }
   int status = 0;
-  if (o.verify_steps > 0) {
+  if (o.verify_steps > 0 && o.elastic) {
+    if (leader) std::printf("check: skipped in elastic mode (tests/nn/elastic_test.cc checks it)\n");
+  } else if (o.verify_steps > 0) {
     double diff = VerifyAgainstOneProcess(o, train);
     const double tolerance = 1e-10;
     if (rank == 0) {
@@ -261,7 +304,7 @@ int Run(const Options& o) {
       if (!ok) status = 1;
     }
   }
-  if (rank == 0 && accuracy < o.min_accuracy) {
+  if (leader && accuracy < o.min_accuracy) {
     std::printf("train_fashion_mnist: test accuracy %.2f%% is below --min_accuracy %.2f%%\n",
                 100 * accuracy, 100 * o.min_accuracy);
     status = 1;
