@@ -28,8 +28,15 @@ phi::DataType Executor::KernelDataType(const OpDesc& op, const Scope& scope) con
   if (op.HasAttr("dtype")) return FromVarType(op.GetAttr<int>("dtype"));
   const std::string slot = KernelRegistry::Instance().KeyInput(op.Type());
   if (op.HasInput(slot)) {
-    const phi::DenseTensor* t = scope.FindVar(op.Input(slot)[0]);
-    if (t != nullptr && t->initialized()) return t->dtype();
+    // GetVar: a missing variable is named here rather than as "no kernel for any dtype".
+    const std::string& name = op.Input(slot)[0];
+    const phi::DenseTensor* t = scope.GetVar(name);
+    PADDLE_ENFORCE(t->initialized(),
+                   phi::errors::InvalidArgument(
+                       "Input '%s' (slot %s) of operator %s holds no data: run the op that "
+                       "produces it first.",
+                       name.c_str(), slot.c_str(), op.DebugString().c_str()));
+    return t->dtype();
   }
   return phi::DataType::UNDEFINED;
 }
