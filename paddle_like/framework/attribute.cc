@@ -5,10 +5,10 @@ namespace framework {
 
 namespace {
 // Indexed like Attribute's alternatives.
-constexpr const char* kNames[] = {"int",         "int64",          "float",
-                                  "double",      "bool",           "string",
-                                  "vector<int>", "vector<int64>",  "vector<float>",
-                                  "vector<double>", "vector<bool>", "vector<string>"};
+constexpr const char* kNames[] = {
+    "int",           "int64",          "float",        "double",
+    "bool",          "string",         "vector<int>",  "vector<int64>",
+    "vector<float>", "vector<double>", "vector<bool>", "vector<string>"};
 static_assert(sizeof(kNames) / sizeof(kNames[0]) == std::variant_size_v<Attribute>,
               "a name for every attribute type");
 }  // namespace

@@ -10,10 +10,9 @@
 namespace paddle_like {
 namespace framework {
 
-using Attribute =
-    std::variant<int, int64_t, float, double, bool, std::string, std::vector<int>,
-                 std::vector<int64_t>, std::vector<float>, std::vector<double>,
-                 std::vector<bool>, std::vector<std::string>>;
+using Attribute = std::variant<int, int64_t, float, double, bool, std::string, std::vector<int>,
+                               std::vector<int64_t>, std::vector<float>, std::vector<double>,
+                               std::vector<bool>, std::vector<std::string>>;
 using AttributeMap = std::map<std::string, Attribute>;
 
 // "int", "int64", "float", ..., "vector<string>": the name of the type an attribute holds.

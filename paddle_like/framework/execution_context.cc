@@ -15,8 +15,8 @@ const std::string& OneName(const OpDesc& op, const std::vector<std::string>& nam
   return names[0];
 }
 
-const phi::DenseTensor& CheckedInput(const OpDesc& op, const Scope& scope,
-                                     const std::string& slot, const std::string& name) {
+const phi::DenseTensor& CheckedInput(const OpDesc& op, const Scope& scope, const std::string& slot,
+                                     const std::string& name) {
   const phi::DenseTensor* t = scope.GetVar(name);
   PADDLE_ENFORCE(t->initialized(),
                  phi::errors::InvalidArgument(
@@ -44,8 +44,7 @@ const phi::DenseTensor& ExecutionContext::Input(const std::string& slot) const {
   return CheckedInput(op_, *scope_, slot, InputName(slot));
 }
 
-std::vector<const phi::DenseTensor*> ExecutionContext::MultiInput(
-    const std::string& slot) const {
+std::vector<const phi::DenseTensor*> ExecutionContext::MultiInput(const std::string& slot) const {
   std::vector<const phi::DenseTensor*> out;
   for (const auto& name : op_.Input(slot)) out.push_back(&CheckedInput(op_, *scope_, slot, name));
   return out;

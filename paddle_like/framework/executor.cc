@@ -1,9 +1,9 @@
 #include "paddle_like/framework/executor.h"
 
+#include <glog/logging.h>
+
 #include <exception>
 #include <string>
-
-#include <glog/logging.h>
 
 #include "paddle_like/framework/kernel_registry.h"
 #include "paddle_like/framework/var_type.h"
@@ -50,8 +50,8 @@ void Executor::RunOp(const OpDesc& op, Scope* scope) {
     for (const auto& kv : op.Outputs()) vars.insert(vars.end(), kv.second.begin(), kv.second.end());
     pending_.WaitForVars(vars);
   }
-  KernelFn fn =
-      KernelRegistry::Instance().Find(KernelKey{op.Type(), place_.GetType(), KernelDataType(op, *scope)});
+  KernelFn fn = KernelRegistry::Instance().Find(
+      KernelKey{op.Type(), place_.GetType(), KernelDataType(op, *scope)});
   ExecutionContext ctx(op, scope, calc_ctx_, &pending_);
   fn(ctx);
 }

@@ -8,7 +8,9 @@ namespace paddle_like {
 namespace framework {
 
 namespace {
-const char* PlaceName(phi::AllocationType t) { return t == phi::AllocationType::CPU ? "CPU" : "GPU"; }
+const char* PlaceName(phi::AllocationType t) {
+  return t == phi::AllocationType::CPU ? "CPU" : "GPU";
+}
 const char* DTypeName(phi::DataType d) {
   return d == phi::DataType::UNDEFINED ? "any dtype" : phi::DataTypeToString(d);
 }
@@ -33,10 +35,9 @@ void KernelRegistry::Register(const std::string& op_type, phi::AllocationType pl
                               phi::DataType dtype, KernelFn fn) {
   std::lock_guard<std::mutex> lk(mu_);
   auto& slot = ops_[op_type].kernels[{place, dtype}];
-  PADDLE_ENFORCE(slot == nullptr,
-                 phi::errors::PreconditionNotMet(
-                     "Kernel %s is registered twice.",
-                     KernelKey{op_type, place, dtype}.DebugString().c_str()));
+  PADDLE_ENFORCE(slot == nullptr, phi::errors::PreconditionNotMet(
+                                      "Kernel %s is registered twice.",
+                                      KernelKey{op_type, place, dtype}.DebugString().c_str()));
   slot = fn;
 }
 

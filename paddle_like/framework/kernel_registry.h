@@ -85,7 +85,6 @@ void RegisterBuiltinOperators(KernelRegistry* registry);
 }  // namespace framework
 }  // namespace paddle_like
 
-#define PD_REGISTER_OP_KERNEL(op_type, place, fn, ...)                                   \
-  static ::paddle_like::framework::KernelRegistrar<__VA_ARGS__>                          \
-      pd_op_kernel_registrar_##op_type##_##place(#op_type, ::phi::AllocationType::place, \
-                                                 fn)
+#define PD_REGISTER_OP_KERNEL(op_type, place, fn, ...)          \
+  static ::paddle_like::framework::KernelRegistrar<__VA_ARGS__> \
+      pd_op_kernel_registrar_##op_type##_##place(#op_type, ::phi::AllocationType::place, fn)

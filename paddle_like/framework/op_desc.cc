@@ -38,10 +38,10 @@ std::string SlotNames(const VariableNameMap& m) {
 const std::vector<std::string>& FindSlot(const OpDesc& op, const VariableNameMap& m,
                                          const std::string& slot, const char* kind) {
   auto it = m.find(slot);
-  PADDLE_ENFORCE(it != m.end(),
-                 phi::errors::NotFound("Operator %s has no %s slot '%s' (it has: %s).",
-                                       op.DebugString().c_str(), kind, slot.c_str(),
-                                       SlotNames(m).c_str()));
+  PADDLE_ENFORCE(
+      it != m.end(),
+      phi::errors::NotFound("Operator %s has no %s slot '%s' (it has: %s).",
+                            op.DebugString().c_str(), kind, slot.c_str(), SlotNames(m).c_str()));
   return it->second;
 }
 void AppendSlots(std::ostringstream& os, const VariableNameMap& m) {
@@ -105,8 +105,7 @@ template bool ConvertAttr<std::vector<int64_t>>(const Attribute&, std::vector<in
 template bool ConvertAttr<std::vector<float>>(const Attribute&, std::vector<float>*);
 template bool ConvertAttr<std::vector<double>>(const Attribute&, std::vector<double>*);
 template bool ConvertAttr<std::vector<bool>>(const Attribute&, std::vector<bool>*);
-template bool ConvertAttr<std::vector<std::string>>(const Attribute&,
-                                                    std::vector<std::string>*);
+template bool ConvertAttr<std::vector<std::string>>(const Attribute&, std::vector<std::string>*);
 
 void ThrowAttrMissing(const OpDesc& op, const std::string& name) {
   std::string have;

@@ -10,6 +10,7 @@
 // vector<int64>), plus double -> float, since C++ literals are double.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <string>
 #include <utility>
@@ -33,8 +34,10 @@ class OpDesc {
   OpDesc& SetInput(const std::string& slot, std::vector<std::string> vars);
   OpDesc& SetOutput(const std::string& slot, std::vector<std::string> vars);
   OpDesc& SetAttr(const std::string& name, Attribute value);
-  // String literals are strings, not bools.
-  OpDesc& SetAttr(const std::string& name, const char* value) {
+  // String literals are strings, not bools. (An array reference, not `const char*`: a literal
+  // 0 would convert to a null `const char*` before it converts to an Attribute.)
+  template <size_t N>
+  OpDesc& SetAttr(const std::string& name, const char (&value)[N]) {
     return SetAttr(name, Attribute(std::string(value)));
   }
 

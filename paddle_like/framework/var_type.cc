@@ -10,9 +10,9 @@ namespace framework {
 namespace {
 // framework.proto's VarType::Type values of the tensor types.
 constexpr std::pair<int, phi::DataType> kTable[] = {
-    {0, phi::DataType::BOOL},      {2, phi::DataType::INT32},      {3, phi::DataType::INT64},
-    {4, phi::DataType::FLOAT16},   {5, phi::DataType::FLOAT32},    {6, phi::DataType::FLOAT64},
-    {20, phi::DataType::UINT8},    {21, phi::DataType::INT8},      {22, phi::DataType::BFLOAT16},
+    {0, phi::DataType::BOOL},       {2, phi::DataType::INT32},       {3, phi::DataType::INT64},
+    {4, phi::DataType::FLOAT16},    {5, phi::DataType::FLOAT32},     {6, phi::DataType::FLOAT64},
+    {20, phi::DataType::UINT8},     {21, phi::DataType::INT8},       {22, phi::DataType::BFLOAT16},
     {23, phi::DataType::COMPLEX64}, {24, phi::DataType::COMPLEX128},
 };
 }  // namespace

@@ -7,10 +7,10 @@ namespace operators {
 
 int RegisterCommRing(const dist::GroupPtr& group, int ring_id, const std::string& device) {
   PADDLE_ENFORCE_NOT_NULL(group, phi::errors::InvalidArgument("RegisterCommRing: no group."));
-  PADDLE_ENFORCE(group->is_member(),
-                 phi::errors::PreconditionNotMet(
-                     "RegisterCommRing: this rank is not a member of group '%s'.",
-                     group->name().c_str()));
+  PADDLE_ENFORCE(
+      group->is_member(),
+      phi::errors::PreconditionNotMet("RegisterCommRing: this rank is not a member of group '%s'.",
+                                      group->name().c_str()));
   const int id = ring_id < 0 ? group->gid() : ring_id;
   ProcessGroup* pg = group->backend_for(device);
   // Aliasing pointer: the map keeps the Group (which owns its backends) alive.
@@ -35,8 +35,8 @@ CommOp ResolveComm(const ExecutionContext& ctx) {
       ids += (ids.empty() ? "" : ", ") + std::to_string(id);
     }
     PADDLE_THROW(phi::errors::NotFound(
-        "%s: ring_id %d has no process group; the ring ids that exist are: %s.",
-        ctx.Type().c_str(), c.ring_id, ids.empty() ? "none" : ids.c_str()));
+        "%s: ring_id %d has no process group; the ring ids that exist are: %s.", ctx.Type().c_str(),
+        c.ring_id, ids.empty() ? "none" : ids.c_str()));
   }
   c.rank = c.pg->GetRank();
   c.nranks = c.pg->GetSize();
@@ -44,8 +44,8 @@ CommOp ResolveComm(const ExecutionContext& ctx) {
   if (ctx.op().HasAttr("nranks")) {
     const int n = ctx.Attr<int>("nranks");
     CheckArg(ctx, n == c.nranks,
-             "attribute nranks is " + std::to_string(n) + " but ring " +
-                 std::to_string(c.ring_id) + " has " + std::to_string(c.nranks) + " ranks");
+             "attribute nranks is " + std::to_string(n) + " but ring " + std::to_string(c.ring_id) +
+                 " has " + std::to_string(c.nranks) + " ranks");
   }
   if (ctx.op().HasAttr("rank")) {
     const int r = ctx.Attr<int>("rank");
@@ -58,8 +58,10 @@ CommOp ResolveComm(const ExecutionContext& ctx) {
 
 std::vector<std::string> OpVarNames(const ExecutionContext& ctx) {
   std::vector<std::string> vars;
-  for (const auto& kv : ctx.op().Inputs()) vars.insert(vars.end(), kv.second.begin(), kv.second.end());
-  for (const auto& kv : ctx.op().Outputs()) vars.insert(vars.end(), kv.second.begin(), kv.second.end());
+  for (const auto& kv : ctx.op().Inputs())
+    vars.insert(vars.end(), kv.second.begin(), kv.second.end());
+  for (const auto& kv : ctx.op().Outputs())
+    vars.insert(vars.end(), kv.second.begin(), kv.second.end());
   return vars;
 }
 

@@ -50,8 +50,7 @@ CommOp ResolveComm(const ExecutionContext& ctx);
 // Runs `issue(sync_op, use_calc_stream)` on the op's stream (see above). On the comm stream
 // the task is handed to the executor with every variable of the op.
 template <typename IssueFn>
-ProcessGroup::TaskPtr IssueComm(const ExecutionContext& ctx, const CommOp& comm,
-                                IssueFn&& issue);
+ProcessGroup::TaskPtr IssueComm(const ExecutionContext& ctx, const CommOp& comm, IssueFn&& issue);
 // The same for ops whose kernel needs the result before it returns (a local step after the
 // exchange): issued on the op's stream, then the calc stream waits for it.
 template <typename IssueFn>
@@ -76,8 +75,7 @@ inline DenseTensor InputCopy(const ExecutionContext& ctx, const std::string& slo
 }
 
 template <typename IssueFn>
-ProcessGroup::TaskPtr IssueComm(const ExecutionContext& ctx, const CommOp& comm,
-                                IssueFn&& issue) {
+ProcessGroup::TaskPtr IssueComm(const ExecutionContext& ctx, const CommOp& comm, IssueFn&& issue) {
   ProcessGroup::TaskPtr task = issue(comm.use_calc_stream, comm.use_calc_stream);
   if (!comm.use_calc_stream) ctx.pending_comm()->Add(comm.ring_id, task, OpVarNames(ctx));
   return task;

@@ -24,7 +24,7 @@ namespace operators {
 namespace {
 
 struct Routing {
-  int64_t experts = 0;               // E
+  int64_t experts = 0;                 // E
   std::vector<int64_t> local, global;  // E * nranks counts
   int64_t local_rows = 0, global_rows = 0;
   // Rows per peer rank (the all-to-all's splits).

@@ -20,13 +20,13 @@ namespace {
 // X's dims with dim 0 multiplied (mul) or divided (div) by nranks; a division checks that
 // dim 0 is a multiple of nranks, naming the op and the shapes.
 phi::DDim Dim0Scaled(const ExecutionContext& ctx, const DenseTensor& x, int nranks, bool div) {
-  CheckArg(ctx, x.dims().size() >= 1, "X must have at least one dimension, got shape " +
-                                          x.dims().to_str());
+  CheckArg(ctx, x.dims().size() >= 1,
+           "X must have at least one dimension, got shape " + x.dims().to_str());
   std::vector<int64_t> d = x.dims().Get();
   if (div) {
     CheckArg(ctx, d[0] % nranks == 0,
-             "X's first dimension (shape " + x.dims().to_str() +
-                 ") must be a multiple of nranks " + std::to_string(nranks));
+             "X's first dimension (shape " + x.dims().to_str() + ") must be a multiple of nranks " +
+                 std::to_string(nranks));
     d[0] /= nranks;
   } else {
     d[0] *= nranks;
@@ -37,8 +37,8 @@ phi::DDim Dim0Scaled(const ExecutionContext& ctx, const DenseTensor& x, int nran
 int RootAttr(const ExecutionContext& ctx, const CommOp& comm) {
   const int root = ctx.AttrOr<int>("root", 0);
   CheckArg(ctx, root >= 0 && root < comm.nranks,
-           "root " + std::to_string(root) + " is not a rank of the " +
-               std::to_string(comm.nranks) + "-rank ring " + std::to_string(comm.ring_id));
+           "root " + std::to_string(root) + " is not a rank of the " + std::to_string(comm.nranks) +
+               "-rank ring " + std::to_string(comm.ring_id));
   return root;
 }
 

@@ -82,10 +82,9 @@ void SoftmaxCeKernel(const ExecutionContext& ctx) {
                                      ctx.Output("Softmax"), ctx.Output("Loss"));
 }
 void SoftmaxCeGradKernel(const ExecutionContext& ctx) {
-  phi::SoftmaxWithCrossEntropyGradKernel(ctx.Input("Label"), ctx.Input("Softmax"),
-                                         ctx.Input("Loss@GRAD"),
-                                         ctx.AttrOr<int64_t>("ignore_index", -100),
-                                         ctx.Output("Logits@GRAD"));
+  phi::SoftmaxWithCrossEntropyGradKernel(
+      ctx.Input("Label"), ctx.Input("Softmax"), ctx.Input("Loss@GRAD"),
+      ctx.AttrOr<int64_t>("ignore_index", -100), ctx.Output("Logits@GRAD"));
 }
 
 void LookupTableKernel(const ExecutionContext& ctx) {
@@ -132,7 +131,9 @@ void CastKernel(const ExecutionContext& ctx) {
                   ctx.Output("Out"));
 }
 
-void MeanKernel(const ExecutionContext& ctx) { phi::MeanAllKernel(ctx.Input("X"), ctx.Output("Out")); }
+void MeanKernel(const ExecutionContext& ctx) {
+  phi::MeanAllKernel(ctx.Input("X"), ctx.Output("Out"));
+}
 
 void MeanGradKernel(const ExecutionContext& ctx) {
   const DenseTensor& x = ctx.Input("X");

@@ -57,8 +57,8 @@ void SendKernel(const ExecutionContext& ctx) {
   if (ctx.AttrOr<bool>("dynamic_shape", false)) {
     // The rank, then the dims, as int64: the receiver allocates from them.
     DenseTensor ndim = DenseTensor::FromVector<int64_t>({in.dims().size()});
-    DenseTensor dims = DenseTensor::FromVector<int64_t>(in.dims().Get(),
-                                                       phi::DDim({in.dims().size()}));
+    DenseTensor dims =
+        DenseTensor::FromVector<int64_t>(in.dims().Get(), phi::DDim({in.dims().size()}));
     IssueComm(ctx, comm, [&](bool sync_op, bool calc) {
       return comm.pg->Send(ndim, peer, 0, -1, sync_op, calc);
     });
@@ -68,9 +68,8 @@ void SendKernel(const ExecutionContext& ctx) {
       });
     }
   }
-  IssueComm(ctx, comm, [&](bool sync_op, bool calc) {
-    return comm.pg->Send(in, peer, 0, -1, sync_op, calc);
-  });
+  IssueComm(ctx, comm,
+            [&](bool sync_op, bool calc) { return comm.pg->Send(in, peer, 0, -1, sync_op, calc); });
 }
 
 void RecvKernel(const ExecutionContext& ctx) {

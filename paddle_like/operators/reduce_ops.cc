@@ -19,9 +19,9 @@ namespace {
 using phi::distributed::ReduceOp;
 
 constexpr std::pair<const char*, ReduceOp> kAllReduceOps[] = {
-    {"c_allreduce_sum", ReduceOp::SUM},  {"c_allreduce_max", ReduceOp::MAX},
-    {"c_allreduce_min", ReduceOp::MIN},  {"c_allreduce_prod", ReduceOp::PRODUCT},
-    {"c_allreduce_avg", ReduceOp::AVG},  {"mp_allreduce_sum", ReduceOp::SUM},
+    {"c_allreduce_sum", ReduceOp::SUM}, {"c_allreduce_max", ReduceOp::MAX},
+    {"c_allreduce_min", ReduceOp::MIN}, {"c_allreduce_prod", ReduceOp::PRODUCT},
+    {"c_allreduce_avg", ReduceOp::AVG}, {"mp_allreduce_sum", ReduceOp::SUM},
 };
 constexpr std::pair<const char*, ReduceOp> kReduceOps[] = {
     {"c_reduce_sum", ReduceOp::SUM},
@@ -31,8 +31,7 @@ constexpr std::pair<const char*, ReduceOp> kReduceOps[] = {
 };
 
 template <size_t N>
-ReduceOp ReductionOf(const std::pair<const char*, ReduceOp> (&table)[N],
-                     const std::string& type) {
+ReduceOp ReductionOf(const std::pair<const char*, ReduceOp> (&table)[N], const std::string& type) {
   for (const auto& e : table) {
     if (type == e.first) return e.second;
   }
@@ -65,9 +64,8 @@ void ReduceKernel(const ExecutionContext& ctx) {
   DenseTensor* out = ctx.Output("Out");
   // Only the root's Out is written by the engine; the others keep X there.
   if (out->Holder() != in.Holder()) phi::Copy(in, ctx.GetPlace(), out);
-  IssueComm(ctx, comm, [&](bool sync_op, bool calc) {
-    return comm.pg->Reduce(out, in, opts, sync_op, calc);
-  });
+  IssueComm(ctx, comm,
+            [&](bool sync_op, bool calc) { return comm.pg->Reduce(out, in, opts, sync_op, calc); });
 }
 
 }  // namespace

@@ -25,8 +25,8 @@ inline void RegisterCommKernel(KernelRegistry* r, const char* op, framework::Ker
                    phi::dtype::bfloat16, float, double>(op, phi::AllocationType::CPU, fn);
 }
 inline void RegisterReduceKernel(KernelRegistry* r, const char* op, framework::KernelFn fn) {
-  r->RegisterTypes<int8_t, uint8_t, int32_t, int64_t, phi::dtype::float16,
-                   phi::dtype::bfloat16, float, double>(op, phi::AllocationType::CPU, fn);
+  r->RegisterTypes<int8_t, uint8_t, int32_t, int64_t, phi::dtype::float16, phi::dtype::bfloat16,
+                   float, double>(op, phi::AllocationType::CPU, fn);
 }
 
 }  // namespace operators

@@ -74,8 +74,8 @@ CeShapes CheckCe(const ExecutionContext& ctx, const CommOp& comm, const DenseTen
   for (int64_t i = 0; i < s.n; ++i) {
     CheckArg(ctx, l[i] == ignore_index || (l[i] >= 0 && l[i] < classes),
              "label " + std::to_string(l[i]) + " is outside the " + std::to_string(classes) +
-                 " classes of the ring (and is not ignore_index " +
-                 std::to_string(ignore_index) + ")");
+                 " classes of the ring (and is not ignore_index " + std::to_string(ignore_index) +
+                 ")");
   }
   return s;
 }
@@ -119,7 +119,8 @@ void SoftmaxCe(const ExecutionContext& ctx, const CommOp& comm, const DenseTenso
   T* ls = loss.data<T>();
   for (int64_t i = 0; i < s.n; ++i) {
     for (int64_t j = 0; j < s.c; ++j) {
-      sm[i * s.c + j] = static_cast<T>(std::exp(static_cast<double>(x[i * s.c + j]) - m[i]) / sum[i]);
+      sm[i * s.c + j] =
+          static_cast<T>(std::exp(static_cast<double>(x[i * s.c + j]) - m[i]) / sum[i]);
     }
     ls[i] = l[i] == ignore_index ? T(0) : static_cast<T>(std::log(sum[i]) - sum[s.n + i]);
   }
@@ -153,9 +154,9 @@ void SoftmaxCeGrad(const ExecutionContext& ctx, const DenseTensor& softmax,
     const bool ignored = l[i] == ignore_index;
     for (int64_t j = 0; j < s.c; ++j) {
       const double onehot = (!ignored && l[i] - s.start == j) ? 1.0 : 0.0;
-      g[i * s.c + j] =
-          ignored ? T(0) : static_cast<T>((static_cast<double>(sm[i * s.c + j]) - onehot) *
-                                          static_cast<double>(dl[i]));
+      g[i * s.c + j] = ignored ? T(0)
+                               : static_cast<T>((static_cast<double>(sm[i * s.c + j]) - onehot) *
+                                                static_cast<double>(dl[i]));
     }
   }
   *ctx.Output("Logits@GRAD") = std::move(dx);
@@ -188,8 +189,7 @@ void RegisterVocabParallelOps(KernelRegistry* r) {
   r->SetKeyInput("c_embedding_grad", "W");
   r->RegisterTypes<float, double>("c_softmax_with_cross_entropy", cpu, CSoftmaxCeKernel);
   r->SetKeyInput("c_softmax_with_cross_entropy", "Logits");
-  r->RegisterTypes<float, double>("c_softmax_with_cross_entropy_grad", cpu,
-                                  CSoftmaxCeGradKernel);
+  r->RegisterTypes<float, double>("c_softmax_with_cross_entropy_grad", cpu, CSoftmaxCeGradKernel);
   r->SetKeyInput("c_softmax_with_cross_entropy_grad", "Softmax");
 }
 

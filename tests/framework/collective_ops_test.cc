@@ -18,7 +18,7 @@ namespace {
 
 using framework::Executor;
 
-class CollectiveOps : public ::testing::TestWithParam<int> {};
+class FrameworkCollectiveOps : public ::testing::TestWithParam<int> {};
 
 // Rank r's input of `numel` values: distinct across ranks and positions, exact in float64.
 std::vector<double> InputOf(int r, int64_t numel) {
@@ -44,7 +44,7 @@ void BothStreams(const DenseTensor& x, Build build, Check check) {
   }
 }
 
-TEST_P(CollectiveOps, AllReduceFamily) {
+TEST_P(FrameworkCollectiveOps, AllReduceFamily) {
   RunRanks(GetParam(), [](const RankContext& ctx) {
     InitWorldRing();
     const int r = ctx.rank, n = ctx.world_size;
@@ -68,20 +68,22 @@ TEST_P(CollectiveOps, AllReduceFamily) {
         std::vector<double> in = InputOf(q, numel);
         for (int64_t i = 0; i < numel; ++i) want[i] = c.fold(want[i], in[i]);
       }
-      if (c.avg) for (auto& w : want) w /= n;
+      if (c.avg)
+        for (auto& w : want) w /= n;
       for (bool in_place : {true, false}) {
-        BothStreams(Doubles(InputOf(r, numel), DDim({2, 3})),
-                    [&](ProgramDesc* p, bool calc) {
-                      AddOp(p, c.op, {{"X", {"X"}}}, {{"Out", {in_place ? "X" : "Out"}}},
-                            {{"ring_id", 0}, {"use_calc_stream", calc}});
-                    },
-                    [&](Scope& s, bool calc) {
-                      const DenseTensor& out = *s.GetVar(in_place ? "X" : "Out");
-                      EXPECT_EQ(out.dims(), DDim({2, 3}));
-                      ExpectValues(out, want, 1e-15,
-                                   std::string(c.op) + (calc ? " calc" : " comm") +
-                                       (in_place ? " in place" : ""));
-                    });
+        BothStreams(
+            Doubles(InputOf(r, numel), DDim({2, 3})),
+            [&](ProgramDesc* p, bool calc) {
+              AddOp(p, c.op, {{"X", {"X"}}}, {{"Out", {in_place ? "X" : "Out"}}},
+                    {{"ring_id", 0}, {"use_calc_stream", calc}});
+            },
+            [&](Scope& s, bool calc) {
+              const DenseTensor& out = *s.GetVar(in_place ? "X" : "Out");
+              EXPECT_EQ(out.dims(), DDim({2, 3}));
+              ExpectValues(
+                  out, want, 1e-15,
+                  std::string(c.op) + (calc ? " calc" : " comm") + (in_place ? " in place" : ""));
+            });
       }
     }
     // An integer all-reduce.
@@ -90,12 +92,11 @@ TEST_P(CollectiveOps, AllReduceFamily) {
     ProgramDesc p;
     AddOp(&p, "c_allreduce_sum", {{"X", {"i"}}}, {{"Out", {"i"}}}, {{"use_calc_stream", true}});
     Executor().Run(p, &scope);
-    EXPECT_EQ(scope.GetVar("i")->ToVector<int64_t>(),
-              (std::vector<int64_t>{n * (n - 1) / 2, n}));
+    EXPECT_EQ(scope.GetVar("i")->ToVector<int64_t>(), (std::vector<int64_t>{n * (n - 1) / 2, n}));
   });
 }
 
-TEST_P(CollectiveOps, ReduceFamily) {
+TEST_P(FrameworkCollectiveOps, ReduceFamily) {
   RunRanks(GetParam(), [](const RankContext& ctx) {
     InitWorldRing();
     const int r = ctx.rank, n = ctx.world_size, root = n - 1;
@@ -105,78 +106,83 @@ TEST_P(CollectiveOps, ReduceFamily) {
       for (int q = 1; q < n; ++q) {
         std::vector<double> in = InputOf(q, 4);
         for (int i = 0; i < 4; ++i) {
-          want[i] = k == 0 ? want[i] + in[i]
+          want[i] = k == 0   ? want[i] + in[i]
                     : k == 1 ? std::max(want[i], in[i])
-                    : k == 2 ? std::min(want[i], in[i]) : want[i] * in[i];
+                    : k == 2 ? std::min(want[i], in[i])
+                             : want[i] * in[i];
         }
       }
-      BothStreams(Doubles(InputOf(r, 4), DDim({4})),
-                  [&](ProgramDesc* p, bool calc) {
-                    AddOp(p, ops[k], {{"X", {"X"}}}, {{"Out", {"Out"}}},
-                          {{"root_id", root}, {"use_calc_stream", calc}});
-                  },
-                  [&](Scope& s, bool) {
-                    ExpectValues(*s.GetVar("Out"), r == root ? want : InputOf(r, 4), 1e-15,
-                                 ops[k]);
-                  });
+      BothStreams(
+          Doubles(InputOf(r, 4), DDim({4})),
+          [&](ProgramDesc* p, bool calc) {
+            AddOp(p, ops[k], {{"X", {"X"}}}, {{"Out", {"Out"}}},
+                  {{"root_id", root}, {"use_calc_stream", calc}});
+          },
+          [&](Scope& s, bool) {
+            ExpectValues(*s.GetVar("Out"), r == root ? want : InputOf(r, 4), 1e-15, ops[k]);
+          });
     }
   });
 }
 
-TEST_P(CollectiveOps, BroadcastAllGatherReduceScatterScatterAllToAll) {
+TEST_P(FrameworkCollectiveOps, BroadcastAllGatherReduceScatterScatterAllToAll) {
   RunRanks(GetParam(), [](const RankContext& ctx) {
     InitWorldRing();
     const int r = ctx.rank, n = ctx.world_size;
     // c_broadcast from the last rank.
-    BothStreams(Doubles(InputOf(r, 3), DDim({3})),
-                [&](ProgramDesc* p, bool calc) {
-                  AddOp(p, "c_broadcast", {{"X", {"X"}}}, {{"Out", {"X"}}},
-                        {{"root", n - 1}, {"use_calc_stream", calc}});
-                },
-                [&](Scope& s, bool) { ExpectValues(*s.GetVar("X"), InputOf(n - 1, 3), 0, "c_broadcast"); });
+    BothStreams(
+        Doubles(InputOf(r, 3), DDim({3})),
+        [&](ProgramDesc* p, bool calc) {
+          AddOp(p, "c_broadcast", {{"X", {"X"}}}, {{"Out", {"X"}}},
+                {{"root", n - 1}, {"use_calc_stream", calc}});
+        },
+        [&](Scope& s, bool) { ExpectValues(*s.GetVar("X"), InputOf(n - 1, 3), 0, "c_broadcast"); });
     // c_allgather: [2, 3] -> [2n, 3], rank q's rows at 2q.
     std::vector<double> gathered;
     for (int q = 0; q < n; ++q) {
       auto v = InputOf(q, 6);
       gathered.insert(gathered.end(), v.begin(), v.end());
     }
-    BothStreams(Doubles(InputOf(r, 6), DDim({2, 3})),
-                [&](ProgramDesc* p, bool calc) {
-                  AddOp(p, "c_allgather", {{"X", {"X"}}}, {{"Out", {"Out"}}},
-                        {{"nranks", n}, {"use_calc_stream", calc}});
-                },
-                [&](Scope& s, bool) {
-                  EXPECT_EQ(s.GetVar("Out")->dims(), DDim({2 * n, 3}));
-                  ExpectValues(*s.GetVar("Out"), gathered, 0, "c_allgather");
-                });
+    BothStreams(
+        Doubles(InputOf(r, 6), DDim({2, 3})),
+        [&](ProgramDesc* p, bool calc) {
+          AddOp(p, "c_allgather", {{"X", {"X"}}}, {{"Out", {"Out"}}},
+                {{"nranks", n}, {"use_calc_stream", calc}});
+        },
+        [&](Scope& s, bool) {
+          EXPECT_EQ(s.GetVar("Out")->dims(), DDim({2 * n, 3}));
+          ExpectValues(*s.GetVar("Out"), gathered, 0, "c_allgather");
+        });
     // c_reducescatter: [2n, 2] -> [2, 2], the sum of every rank's block r.
     std::vector<double> rs(4, 0.0);
     for (int q = 0; q < n; ++q) {
       auto v = InputOf(q, 4 * n);
       for (int i = 0; i < 4; ++i) rs[i] += v[4 * r + i];
     }
-    BothStreams(Doubles(InputOf(r, 4 * n), DDim({2 * n, 2})),
-                [&](ProgramDesc* p, bool calc) {
-                  AddOp(p, "c_reducescatter", {{"X", {"X"}}}, {{"Out", {"X"}}},
-                        {{"nranks", n}, {"use_calc_stream", calc}});
-                },
-                [&](Scope& s, bool) {
-                  EXPECT_EQ(s.GetVar("X")->dims(), DDim({2, 2}));
-                  ExpectValues(*s.GetVar("X"), rs, 1e-15, "c_reducescatter");
-                });
+    BothStreams(
+        Doubles(InputOf(r, 4 * n), DDim({2 * n, 2})),
+        [&](ProgramDesc* p, bool calc) {
+          AddOp(p, "c_reducescatter", {{"X", {"X"}}}, {{"Out", {"X"}}},
+                {{"nranks", n}, {"use_calc_stream", calc}});
+        },
+        [&](Scope& s, bool) {
+          EXPECT_EQ(s.GetVar("X")->dims(), DDim({2, 2}));
+          ExpectValues(*s.GetVar("X"), rs, 1e-15, "c_reducescatter");
+        });
     // c_scatter from rank 0: block r of root's X.
     std::vector<double> root_in = InputOf(0, 4 * n);
-    BothStreams(Doubles(InputOf(r, 4 * n), DDim({2 * n, 2})),
-                [&](ProgramDesc* p, bool calc) {
-                  AddOp(p, "c_scatter", {{"X", {"X"}}}, {{"Out", {"Out"}}},
-                        {{"root", 0}, {"nranks", n}, {"use_calc_stream", calc}});
-                },
-                [&](Scope& s, bool) {
-                  EXPECT_EQ(s.GetVar("Out")->dims(), DDim({2, 2}));
-                  ExpectValues(*s.GetVar("Out"),
-                               std::vector<double>(root_in.begin() + 4 * r, root_in.begin() + 4 * r + 4),
-                               0, "c_scatter");
-                });
+    BothStreams(
+        Doubles(InputOf(r, 4 * n), DDim({2 * n, 2})),
+        [&](ProgramDesc* p, bool calc) {
+          AddOp(p, "c_scatter", {{"X", {"X"}}}, {{"Out", {"Out"}}},
+                {{"root", 0}, {"nranks", n}, {"use_calc_stream", calc}});
+        },
+        [&](Scope& s, bool) {
+          EXPECT_EQ(s.GetVar("Out")->dims(), DDim({2, 2}));
+          ExpectValues(*s.GetVar("Out"),
+                       std::vector<double>(root_in.begin() + 4 * r, root_in.begin() + 4 * r + 4), 0,
+                       "c_scatter");
+        });
     // alltoall: Out's block q is rank q's block r (in place: the op keeps them apart).
     std::vector<double> a2a;
     for (int q = 0; q < n; ++q) {
@@ -184,16 +190,16 @@ TEST_P(CollectiveOps, BroadcastAllGatherReduceScatterScatterAllToAll) {
       a2a.push_back(v[2 * r]);
       a2a.push_back(v[2 * r + 1]);
     }
-    BothStreams(Doubles(InputOf(r, 2 * n), DDim({n, 2})),
-                [&](ProgramDesc* p, bool calc) {
-                  AddOp(p, "alltoall", {{"X", {"X"}}}, {{"Out", {"X"}}},
-                        {{"use_calc_stream", calc}});
-                },
-                [&](Scope& s, bool) { ExpectValues(*s.GetVar("X"), a2a, 0, "alltoall"); });
+    BothStreams(
+        Doubles(InputOf(r, 2 * n), DDim({n, 2})),
+        [&](ProgramDesc* p, bool calc) {
+          AddOp(p, "alltoall", {{"X", {"X"}}}, {{"Out", {"X"}}}, {{"use_calc_stream", calc}});
+        },
+        [&](Scope& s, bool) { ExpectValues(*s.GetVar("X"), a2a, 0, "alltoall"); });
   });
 }
 
-TEST_P(CollectiveOps, ConcatSplitIdentity) {
+TEST_P(FrameworkCollectiveOps, ConcatSplitIdentity) {
   RunRanks(GetParam(), [](const RankContext& ctx) {
     InitWorldRing();
     const int r = ctx.rank, n = ctx.world_size;
@@ -205,27 +211,26 @@ TEST_P(CollectiveOps, ConcatSplitIdentity) {
         want.insert(want.end(), v.begin() + 3 * i, v.begin() + 3 * i + 3);
       }
     }
-    BothStreams(Doubles(InputOf(r, 6), DDim({2, 3})),
-                [&](ProgramDesc* p, bool calc) {
-                  AddOp(p, "c_concat", {{"X", {"X"}}}, {{"Out", {"cat"}}},
-                        {{"rank", r}, {"nranks", n}, {"use_calc_stream", calc}});
-                  AddOp(p, "c_split", {{"X", {"cat"}}}, {{"Out", {"back"}}},
-                        {{"rank", r}, {"nranks", n}});
-                  AddOp(p, "c_identity", {{"X", {"back"}}}, {{"Out", {"id"}}},
-                        {{"use_calc_stream", calc}});
-                },
-                [&](Scope& s, bool) {
-                  EXPECT_EQ(s.GetVar("cat")->dims(), DDim({2, 3 * n}));
-                  ExpectValues(*s.GetVar("cat"), want, 0, "c_concat");
-                  ExpectValues(*s.GetVar("back"), InputOf(r, 6), 0, "c_split of c_concat");
-                  ExpectValues(*s.GetVar("id"), InputOf(r, 6), 0, "c_identity");
-                });
+    BothStreams(
+        Doubles(InputOf(r, 6), DDim({2, 3})),
+        [&](ProgramDesc* p, bool calc) {
+          AddOp(p, "c_concat", {{"X", {"X"}}}, {{"Out", {"cat"}}},
+                {{"rank", r}, {"nranks", n}, {"use_calc_stream", calc}});
+          AddOp(p, "c_split", {{"X", {"cat"}}}, {{"Out", {"back"}}}, {{"rank", r}, {"nranks", n}});
+          AddOp(p, "c_identity", {{"X", {"back"}}}, {{"Out", {"id"}}}, {{"use_calc_stream", calc}});
+        },
+        [&](Scope& s, bool) {
+          EXPECT_EQ(s.GetVar("cat")->dims(), DDim({2, 3 * n}));
+          ExpectValues(*s.GetVar("cat"), want, 0, "c_concat");
+          ExpectValues(*s.GetVar("back"), InputOf(r, 6), 0, "c_split of c_concat");
+          ExpectValues(*s.GetVar("id"), InputOf(r, 6), 0, "c_identity");
+        });
   });
 }
 
 // send_v2 / recv_v2 around the ring (fixed and dynamic shapes), partial_send /
 // partial_recv in two halves, partial_allgather, barrier and the stream syncs.
-TEST_P(CollectiveOps, PointToPointAndSync) {
+TEST_P(FrameworkCollectiveOps, PointToPointAndSync) {
   RunRanks(GetParam(), [](const RankContext& ctx) {
     InitWorldRing();
     const int r = ctx.rank, n = ctx.world_size;
@@ -236,8 +241,7 @@ TEST_P(CollectiveOps, PointToPointAndSync) {
         *scope.Var("X") = Doubles(InputOf(r, 6), DDim({2, 3}));
         *scope.Var("Y") = Doubles(InputOf(r + 10, 4 + r), DDim({4 + r}));
         ProgramDesc send, recv;
-        AddOp(&send, "send_v2", {{"X", {"X"}}}, {},
-              {{"peer", next}, {"use_calc_stream", calc}});
+        AddOp(&send, "send_v2", {{"X", {"X"}}}, {}, {{"peer", next}, {"use_calc_stream", calc}});
         AddOp(&send, "send_v2", {{"X", {"Y"}}}, {},
               {{"peer", next}, {"dynamic_shape", true}, {"use_calc_stream", calc}});
         AddOp(&send, "partial_send", {{"X", {"X"}}}, {},
@@ -245,15 +249,21 @@ TEST_P(CollectiveOps, PointToPointAndSync) {
         AddOp(&send, "partial_send", {{"X", {"X"}}}, {},
               {{"peer", next}, {"num", 2}, {"id", 0}, {"use_calc_stream", calc}});
         AddOp(&recv, "recv_v2", {}, {{"Out", {"R"}}},
-              {{"peer", prev}, {"out_shape", std::vector<int>{2, 3}}, {"dtype", kFP64},
+              {{"peer", prev},
+               {"out_shape", std::vector<int>{2, 3}},
+               {"dtype", kFP64},
                {"use_calc_stream", calc}});
-        AddOp(&recv, "recv_v2", {}, {{"Out", {"D"}}},
-              {{"peer", prev}, {"dynamic_shape", true}, {"dtype", kFP64},
-               {"use_calc_stream", calc}});
+        AddOp(
+            &recv, "recv_v2", {}, {{"Out", {"D"}}},
+            {{"peer", prev}, {"dynamic_shape", true}, {"dtype", kFP64}, {"use_calc_stream", calc}});
         for (int id : {1, 0}) {
           AddOp(&recv, "partial_recv", {}, {{"Out", {"P"}}},
-                {{"peer", prev}, {"num", 2}, {"id", id}, {"out_shape", std::vector<int>{2, 3}},
-                 {"dtype", kFP64}, {"use_calc_stream", calc}});
+                {{"peer", prev},
+                 {"num", 2},
+                 {"id", id},
+                 {"out_shape", std::vector<int>{2, 3}},
+                 {"dtype", kFP64},
+                 {"use_calc_stream", calc}});
         }
         AddOp(&recv, "c_sync_comm_stream", {}, {}, {{"ring_id", 0}});
         Executor exe;
@@ -297,7 +307,7 @@ TEST_P(CollectiveOps, PointToPointAndSync) {
 // c_embedding + c_allreduce_sum against lookup_table_v2 on the whole table, and
 // c_softmax_with_cross_entropy against softmax_with_cross_entropy on the whole logits (one
 // ignored label), forward and gradient.
-TEST_P(CollectiveOps, VocabParallelEmbeddingAndSoftmaxCrossEntropy) {
+TEST_P(FrameworkCollectiveOps, VocabParallelEmbeddingAndSoftmaxCrossEntropy) {
   RunRanks(GetParam(), [](const RankContext& ctx) {
     InitWorldRing();
     const int r = ctx.rank, n = ctx.world_size;
@@ -360,7 +370,7 @@ TEST_P(CollectiveOps, VocabParallelEmbeddingAndSoftmaxCrossEntropy) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, CollectiveOps, ::testing::Values(1, 2, 3, 4),
+INSTANTIATE_TEST_SUITE_P(Ranks, FrameworkCollectiveOps, ::testing::Values(1, 2, 3, 4),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return std::to_string(i.param) + "ranks";
                          });

@@ -53,9 +53,9 @@ double MsSince(Clock::time_point t0, Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(t - t0).count();
 }
 
-class CommStream : public ::testing::TestWithParam<int> {};
+class FrameworkCommStream : public ::testing::TestWithParam<int> {};
 
-TEST_P(CommStream, ComputeOverlapsTheAllReduceAndSyncOrdersTheResult) {
+TEST_P(FrameworkCommStream, ComputeOverlapsTheAllReduceAndSyncOrdersTheResult) {
   RunRanks(GetParam(), [](const RankContext& ctx) {
     InitWorldRing();
     const int r = ctx.rank, n = ctx.world_size;
@@ -100,7 +100,7 @@ TEST_P(CommStream, ComputeOverlapsTheAllReduceAndSyncOrdersTheResult) {
 }
 
 // Without c_sync_comm_stream the consumer of the result waits for it (the consumer's event).
-TEST_P(CommStream, TheConsumerOfAPendingResultWaitsForIt) {
+TEST_P(FrameworkCommStream, TheConsumerOfAPendingResultWaitsForIt) {
   RunRanks(GetParam(), [](const RankContext& ctx) {
     InitWorldRing();
     const int r = ctx.rank, n = ctx.world_size;
@@ -117,7 +117,7 @@ TEST_P(CommStream, TheConsumerOfAPendingResultWaitsForIt) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, CommStream, ::testing::Values(1, 2, 4),
+INSTANTIATE_TEST_SUITE_P(Ranks, FrameworkCommStream, ::testing::Values(1, 2, 4),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return std::to_string(i.param) + "ranks";
                          });

@@ -6,7 +6,8 @@
 // layer's outputs, the input gradients and every expert's weight gradient must equal the
 // dense computation over all tokens of all ranks within 1e-12 relative in float64.
 //
-//   y_t = x_t W_{g(t)}    dx_t = dy_t W_{g(t)}^T    dW_e = sum over tokens t routed to e of x_t^T dy_t
+//   y_t = x_t W_{g(t)}    dx_t = dy_t W_{g(t)}^T    dW_e = sum over tokens t routed to e of x_t^T
+//   dy_t
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -44,9 +45,9 @@ std::vector<double> RowOf(const DenseTensor& t, int64_t i) {
   return std::vector<double>(p, p + t.dims()[1]);
 }
 
-class ExpertParallel : public ::testing::TestWithParam<int> {};
+class FrameworkExpertParallel : public ::testing::TestWithParam<int> {};
 
-TEST_P(ExpertParallel, GlobalScatterGatherMatchTheDenseLayer) {
+TEST_P(FrameworkExpertParallel, GlobalScatterGatherMatchTheDenseLayer) {
   RunRanks(GetParam(), [](const RankContext& ctx) {
     InitWorldRing();
     const int r = ctx.rank, n = ctx.world_size;
@@ -54,9 +55,8 @@ TEST_P(ExpertParallel, GlobalScatterGatherMatchTheDenseLayer) {
     // Route: sort this rank's tokens by global expert (= count index j * E + i).
     std::vector<int64_t> order(T);
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-      return ExpertOf(r, a, n) < ExpertOf(r, b, n);
-    });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return ExpertOf(r, a, n) < ExpertOf(r, b, n); });
     std::vector<int64_t> local_count(slots, 0);
     for (int64_t t = 0; t < T; ++t) ++local_count[ExpertOf(r, t, n)];
     const DenseTensor x = TokensX(r), dy = TokensDy(r);
@@ -165,7 +165,7 @@ TEST_P(ExpertParallel, GlobalScatterGatherMatchTheDenseLayer) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, ExpertParallel, ::testing::Values(1, 2, 4),
+INSTANTIATE_TEST_SUITE_P(Ranks, FrameworkExpertParallel, ::testing::Values(1, 2, 4),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return std::to_string(i.param) + "ranks";
                          });

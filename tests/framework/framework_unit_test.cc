@@ -62,12 +62,14 @@ TEST(FrameworkOpDesc, TypedAttributesAndSlots) {
   op.SetAttr("use_calc_stream", true).SetAttr("scale", 0.5f).SetAttr("name", "tp");
   op.SetAttr("shape", std::vector<int>{2, 3});
   EXPECT_EQ(op.GetAttr<int>("ring_id"), 3);
+  op.SetAttr("root", 0);  // a literal 0 is an int, not a null string
+  EXPECT_EQ(op.GetAttr<int>("root"), 0);
   EXPECT_EQ(op.GetAttr<int64_t>("ring_id"), 3);  // int widens to int64
   EXPECT_TRUE(op.GetAttr<bool>("use_calc_stream"));
   EXPECT_DOUBLE_EQ(op.GetAttr<double>("scale"), 0.5);  // float widens to double
   EXPECT_EQ(op.GetAttr<std::string>("name"), "tp");    // a literal is a string, not a bool
   EXPECT_EQ(op.GetAttr<std::vector<int64_t>>("shape"), (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(op.GetAttrOr<int>("root", 7), 7);
+  EXPECT_EQ(op.GetAttrOr<int>("peer", 7), 7);
   EXPECT_EQ(op.Input("X"), std::vector<std::string>{"h"});
 
   std::string m = MessageOf<phi::InvalidArgumentError>([&] { op.GetAttr<std::string>("ring_id"); });

@@ -22,9 +22,8 @@ using framework::Executor;
 
 // Runs one op on `scope`; EXPECTs an error of type E whose message holds every `parts`.
 template <typename E>
-void ExpectOpError(Scope* scope, const std::string& type, VariableNameMap ins,
-                   VariableNameMap outs, AttributeMap attrs,
-                   const std::vector<std::string>& parts) {
+void ExpectOpError(Scope* scope, const std::string& type, VariableNameMap ins, VariableNameMap outs,
+                   AttributeMap attrs, const std::vector<std::string>& parts) {
   ProgramDesc p;
   AddOp(&p, type, std::move(ins), std::move(outs), std::move(attrs));
   try {
@@ -45,9 +44,9 @@ uint64_t SeqOf(int ring) {
   return dynamic_cast<distributed::ProcessGroupWithStream&>(*pg).seq();
 }
 
-class OperatorErrors : public ::testing::TestWithParam<int> {};
+class FrameworkOperatorErrors : public ::testing::TestWithParam<int> {};
 
-TEST_P(OperatorErrors, BadInputRaisesBeforeAnythingIsIssued) {
+TEST_P(FrameworkOperatorErrors, BadInputRaisesBeforeAnythingIsIssued) {
   RunRanks(GetParam(), [](const RankContext& ctx) {
     InitWorldRing();
     operators::RegisterCommRing(dist::new_group(), 1);
@@ -68,10 +67,9 @@ TEST_P(OperatorErrors, BadInputRaisesBeforeAnythingIsIssued) {
     // Unsupported dtypes: the kernels there are.
     ExpectOpError<phi::NotFoundError>(&s, "c_allreduce_sum", {{"X", {"B"}}}, out, {},
                                       {"no kernel for CPU bool", "CPU/float32"});
-    ExpectOpError<phi::NotFoundError>(&s, "c_softmax_with_cross_entropy",
-                                      {{"Logits", {"I32"}}, {"Label", {"label"}}},
-                                      {{"Softmax", {"S"}}, {"Loss", {"L"}}}, {},
-                                      {"no kernel for CPU int32"});
+    ExpectOpError<phi::NotFoundError>(
+        &s, "c_softmax_with_cross_entropy", {{"Logits", {"I32"}}, {"Label", {"label"}}},
+        {{"Softmax", {"S"}}, {"Loss", {"L"}}}, {}, {"no kernel for CPU int32"});
     // Unsupported attributes.
     ExpectOpError<phi::InvalidArgumentError>(&s, "c_allreduce_sum", x, out,
                                              {{"ring_id", std::string("0")}},
@@ -82,20 +80,18 @@ TEST_P(OperatorErrors, BadInputRaisesBeforeAnythingIsIssued) {
                                              {"root -1"});
     ExpectOpError<phi::InvalidArgumentError>(&s, "send_v2", x, {}, {{"peer", r}},
                                              {"peer " + std::to_string(r), "another rank"});
-    ExpectOpError<phi::InvalidArgumentError>(&s, "recv_v2", {}, out,
-                                             {{"peer", (r + 1) % n}, {"dtype", 99}},
-                                             {"dtype attribute 99"});
+    ExpectOpError<phi::InvalidArgumentError>(
+        &s, "recv_v2", {}, out, {{"peer", (r + 1) % n}, {"dtype", 99}}, {"dtype attribute 99"});
     if (n > 1) {
       ExpectOpError<phi::InvalidArgumentError>(&s, "recv_v2", {}, out,
                                                {{"peer", (r + 1) % n}, {"dtype", kFP64}},
                                                {"out_shape must be given"});
-      ExpectOpError<phi::InvalidArgumentError>(
-          &s, "partial_send", x, {}, {{"peer", (r + 1) % n}, {"num", 2}, {"id", 2}},
-          {"0 <= id < num", "id 2"});
+      ExpectOpError<phi::InvalidArgumentError>(&s, "partial_send", x, {},
+                                               {{"peer", (r + 1) % n}, {"num", 2}, {"id", 2}},
+                                               {"0 <= id < num", "id 2"});
     }
-    ExpectOpError<phi::InvalidArgumentError>(&s, "c_embedding",
-                                             {{"W", {"X"}}, {"Ids", {"label"}}}, out,
-                                             {{"vocab_size", int64_t{0}}},
+    ExpectOpError<phi::InvalidArgumentError>(&s, "c_embedding", {{"W", {"X"}}, {"Ids", {"label"}}},
+                                             out, {{"vocab_size", int64_t{0}}},
                                              {"outside the vocabulary [0, 0)"});
     *s.Var("far") = Int64s({0, 2 * n}, DDim({2}));  // X holds 2 classes per rank
     ExpectOpError<phi::InvalidArgumentError>(
@@ -103,29 +99,28 @@ TEST_P(OperatorErrors, BadInputRaisesBeforeAnythingIsIssued) {
         {{"Softmax", {"S"}}, {"Loss", {"L"}}}, {},
         {"label " + std::to_string(2 * n), std::to_string(2 * n) + " classes"});
     // Shapes that do not agree with nranks.
-    ExpectOpError<phi::InvalidArgumentError>(&s, "c_allgather", x, out, {{"nranks", n + 1}},
-                                             {"nranks is " + std::to_string(n + 1),
-                                              "has " + std::to_string(n) + " ranks"});
+    ExpectOpError<phi::InvalidArgumentError>(
+        &s, "c_allgather", x, out, {{"nranks", n + 1}},
+        {"nranks is " + std::to_string(n + 1), "has " + std::to_string(n) + " ranks"});
     ExpectOpError<phi::InvalidArgumentError>(&s, "c_concat", x, out,
                                              {{"rank", r + 1}, {"nranks", n}},
                                              {"rank is " + std::to_string(r + 1)});
     if (n > 1) {
-      ExpectOpError<phi::InvalidArgumentError>(&s, "c_reducescatter", {{"X", {"odd"}}}, out,
-                                               {}, {"multiple of nranks " + std::to_string(n)});
+      ExpectOpError<phi::InvalidArgumentError>(&s, "c_reducescatter", {{"X", {"odd"}}}, out, {},
+                                               {"multiple of nranks " + std::to_string(n)});
       ExpectOpError<phi::InvalidArgumentError>(&s, "alltoall", {{"X", {"odd"}}}, out, {},
                                                {"multiple of nranks"});
       ExpectOpError<phi::InvalidArgumentError>(&s, "c_scatter", {{"X", {"odd"}}}, out, {},
                                                {"multiple of nranks"});
-      ExpectOpError<phi::InvalidArgumentError>(&s, "partial_allgather", {{"X", {"odd"}}}, out,
-                                               {}, {"equal parts"});
+      ExpectOpError<phi::InvalidArgumentError>(&s, "partial_allgather", {{"X", {"odd"}}}, out, {},
+                                               {"equal parts"});
       *s.Var("W3") = Doubles(std::vector<double>(2 * (2 * n + 1), 1.0), DDim({2, 2 * n + 1}));
       ExpectOpError<phi::InvalidArgumentError>(&s, "c_split", {{"X", {"W3"}}}, out, {},
                                                {"last dimension", "multiple of nranks"});
       *s.Var("cnt") = Int64s(std::vector<int64_t>(n + 1, 0), DDim({n + 1}));
       ExpectOpError<phi::InvalidArgumentError>(
-          &s, "global_scatter",
-          {{"X", {"X"}}, {"local_count", {"cnt"}}, {"global_count", {"cnt"}}}, out, {},
-          {"multiple of nranks " + std::to_string(n)});
+          &s, "global_scatter", {{"X", {"X"}}, {"local_count", {"cnt"}}, {"global_count", {"cnt"}}},
+          out, {}, {"multiple of nranks " + std::to_string(n)});
     }
     *s.Var("cnt1") = Int64s(std::vector<int64_t>(n, 0), DDim({n}));
     ExpectOpError<phi::InvalidArgumentError>(
@@ -136,14 +131,15 @@ TEST_P(OperatorErrors, BadInputRaisesBeforeAnythingIsIssued) {
     EXPECT_EQ(SeqOf(0), seq0);
     EXPECT_EQ(SeqOf(1), seq1);
     ProgramDesc ok;
-    AddOp(&ok, "c_allreduce_sum", x, {{"Out", {"sum"}}}, {{"ring_id", 1}, {"use_calc_stream", true}});
+    AddOp(&ok, "c_allreduce_sum", x, {{"Out", {"sum"}}},
+          {{"ring_id", 1}, {"use_calc_stream", true}});
     Executor().Run(ok, &s);
     ExpectValues(*s.GetVar("sum"), {1.0 * n, 2.0 * n, 3.0 * n, 4.0 * n}, 0, "after the errors");
     EXPECT_EQ(SeqOf(1), seq1 + 1);
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, OperatorErrors, ::testing::Values(1, 2, 4),
+INSTANTIATE_TEST_SUITE_P(Ranks, FrameworkOperatorErrors, ::testing::Values(1, 2, 4),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return std::to_string(i.param) + "ranks";
                          });

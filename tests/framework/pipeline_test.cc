@@ -6,9 +6,9 @@
 // c_allreduce_avg. Every send and receive is on the comm stream, as in Paddle's pipeline
 // (the consumer of a received tensor waits for it): a calc-stream receive is ordered after
 // this rank's pending sends, and a Gloo send completes only when its receive is posted, so
-// calc-stream receives in GPipe order would wait on each other. Loss and every parameter gradient must equal the dense model run in one
-// process over the whole batch, within 1e-12 relative in float64. (One rank cannot hold a
-// two-stage pipeline: the test runs on 2 and 4.)
+// calc-stream receives in GPipe order would wait on each other. Loss and every parameter gradient
+// must equal the dense model run in one process over the whole batch, within 1e-12 relative in
+// float64. (One rank cannot hold a two-stage pipeline: the test runs on 2 and 4.)
 //
 //   stage 0: h = gelu(x W0 + b0)          stage 1: L = mean(CE(h W1 + b1, label))
 #include <gtest/gtest.h>
@@ -55,14 +55,19 @@ void Stage0Forward(ProgramDesc* p, int m) {
   AddOp(p, "elementwise_add", {{"X", {Mb("z", m)}}, {"Y", {"b0"}}}, {{"Out", {Mb("zb", m)}}});
   AddOp(p, "gelu", {{"X", {Mb("zb", m)}}}, {{"Out", {Mb("h", m)}}});
   AddOp(p, "send_v2", {{"X", {Mb("h", m)}}}, {},
-        {{"ring_id", kPipeRing}, {"peer", 1}, {"use_calc_stream", false},
+        {{"ring_id", kPipeRing},
+         {"peer", 1},
+         {"use_calc_stream", false},
          {"dynamic_shape", m % 2 == 1}});
 }
 
 // Stage 0's backward of micro-batch m: receives h's gradient, accumulates W0's and b0's.
 void Stage0Backward(ProgramDesc* p, int m) {
   AddOp(p, "recv_v2", {}, {{"Out", {Mb("h@GRAD", m)}}},
-        {{"ring_id", kPipeRing}, {"peer", 1}, {"dtype", kFP64}, {"use_calc_stream", false},
+        {{"ring_id", kPipeRing},
+         {"peer", 1},
+         {"dtype", kFP64},
+         {"use_calc_stream", false},
          {"out_shape", std::vector<int64_t>{kMicro, kHidden}}});
   AddOp(p, "gelu_grad", {{"X", {Mb("zb", m)}}, {"Out@GRAD", {Mb("h@GRAD", m)}}},
         {{"X@GRAD", {Mb("zb@GRAD", m)}}});
@@ -76,8 +81,8 @@ void Stage0Backward(ProgramDesc* p, int m) {
 
 // Stage 1 for micro-batch m: receive, forward, loss / M, backward, send h's gradient back.
 void Stage1Step(ProgramDesc* p, int m) {
-  AttributeMap recv = {{"ring_id", kPipeRing}, {"peer", 0}, {"dtype", kFP64},
-                       {"use_calc_stream", false}};
+  AttributeMap recv = {
+      {"ring_id", kPipeRing}, {"peer", 0}, {"dtype", kFP64}, {"use_calc_stream", false}};
   if (m % 2 == 1) {
     recv["dynamic_shape"] = true;
   } else {
@@ -86,7 +91,8 @@ void Stage1Step(ProgramDesc* p, int m) {
   AddOp(p, "recv_v2", {}, {{"Out", {Mb("h", m)}}}, recv);
   AddOp(p, "matmul_v2", {{"X", {Mb("h", m)}}, {"Y", {"w1"}}}, {{"Out", {Mb("o", m)}}});
   AddOp(p, "elementwise_add", {{"X", {Mb("o", m)}}, {"Y", {"b1"}}}, {{"Out", {Mb("logits", m)}}});
-  AddOp(p, "softmax_with_cross_entropy", {{"Logits", {Mb("logits", m)}}, {"Label", {Mb("label", m)}}},
+  AddOp(p, "softmax_with_cross_entropy",
+        {{"Logits", {Mb("logits", m)}}, {"Label", {Mb("label", m)}}},
         {{"Softmax", {Mb("sm", m)}}, {"Loss", {Mb("loss", m)}}});
   AddOp(p, "mean", {{"X", {Mb("loss", m)}}}, {{"Out", {Mb("L", m)}}});
   AddOp(p, "scale", {{"X", {Mb("L", m)}}}, {{"Out", {Mb("Ls", m)}}},
@@ -97,7 +103,9 @@ void Stage1Step(ProgramDesc* p, int m) {
   AddOp(p, "mean_grad", {{"X", {Mb("loss", m)}}, {"Out@GRAD", {Mb("L@GRAD", m)}}},
         {{"X@GRAD", {Mb("loss@GRAD", m)}}});
   AddOp(p, "softmax_with_cross_entropy_grad",
-        {{"Label", {Mb("label", m)}}, {"Softmax", {Mb("sm", m)}}, {"Loss@GRAD", {Mb("loss@GRAD", m)}}},
+        {{"Label", {Mb("label", m)}},
+         {"Softmax", {Mb("sm", m)}},
+         {"Loss@GRAD", {Mb("loss@GRAD", m)}}},
         {{"Logits@GRAD", {Mb("logits@GRAD", m)}}});
   AddOp(p, "elementwise_add_grad", {{"Y", {"b1"}}, {"Out@GRAD", {Mb("logits@GRAD", m)}}},
         {{"X@GRAD", {Mb("o@GRAD", m)}}, {"Y@GRAD", {Mb("b1@GRAD", m)}}});
@@ -154,9 +162,9 @@ void SetParams(Scope* s) {
   *s->Var("b1") = RandomTensor(DDim({kClasses}), 204);
 }
 
-class Pipeline : public ::testing::TestWithParam<int> {};
+class FrameworkPipeline : public ::testing::TestWithParam<int> {};
 
-TEST_P(Pipeline, TwoStagesOverMicroBatchesMatchTheDenseModel) {
+TEST_P(FrameworkPipeline, TwoStagesOverMicroBatchesMatchTheDenseModel) {
   RunRanks(GetParam(), [](const RankContext& ctx) {
     dist::GroupPtr world = InitWorldRing();
     const int n = ctx.world_size, stage = ctx.rank % 2, replica = ctx.rank / 2;
@@ -229,7 +237,7 @@ TEST_P(Pipeline, TwoStagesOverMicroBatchesMatchTheDenseModel) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, Pipeline, ::testing::Values(2, 4),
+INSTANTIATE_TEST_SUITE_P(Ranks, FrameworkPipeline, ::testing::Values(2, 4),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return std::to_string(i.param) + "ranks";
                          });

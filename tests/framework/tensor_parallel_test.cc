@@ -126,9 +126,9 @@ ProgramDesc TensorParallelProgram(int r, int n) {
   return p;
 }
 
-class TensorParallel : public ::testing::TestWithParam<int> {};
+class FrameworkTensorParallel : public ::testing::TestWithParam<int> {};
 
-TEST_P(TensorParallel, MegatronBlockMatchesTheDenseModel) {
+TEST_P(FrameworkTensorParallel, MegatronBlockMatchesTheDenseModel) {
   RunRanks(GetParam(), [](const RankContext& ctx) {
     InitWorldRing();
     const int r = ctx.rank, n = ctx.world_size;
@@ -180,7 +180,7 @@ TEST_P(TensorParallel, MegatronBlockMatchesTheDenseModel) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, TensorParallel, ::testing::Values(1, 2, 4),
+INSTANTIATE_TEST_SUITE_P(Ranks, FrameworkTensorParallel, ::testing::Values(1, 2, 4),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return std::to_string(i.param) + "ranks";
                          });

@@ -124,8 +124,7 @@ int main(int argc, char** argv) {
                   bytes, world, iters, rounds);
       std::printf("%-26s %10s %10s\n", "path", "median us", "p90 us");
       for (auto& p : paths) {
-        std::printf("%-26s %10.2f %10.2f\n", p.name, Percentile(p.us, 0.5),
-                    Percentile(p.us, 0.9));
+        std::printf("%-26s %10.2f %10.2f\n", p.name, Percentile(p.us, 0.5), Percentile(p.us, 0.9));
       }
       std::printf("ratio (executor / direct): median %.3f, p90 %.3f\n",
                   Percentile(paths[1].us, 0.5) / Percentile(paths[0].us, 0.5),
