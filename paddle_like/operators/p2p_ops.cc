@@ -5,7 +5,8 @@
 //   partial_send / partial_recv: part `id` of `num` equal parts of the flat tensor (the
 //                receiver allocates Out of out_shape x dtype and fills only that part).
 //   partial_allgather: X -> Out (X's shape): rank r contributes part r of nranks equal parts
-//                of X's flat elements; Out holds every rank's part. nranks, rank.
+//                of X's flat elements; Out holds every rank's part. nranks, rank (or their
+//                partial_send spelling num, id: checked alike).
 // All take ring_id and use_calc_stream.
 #include <string>
 #include <vector>
@@ -129,6 +130,19 @@ void PartialRecvKernel(const ExecutionContext& ctx) {
 
 void PartialAllGatherKernel(const ExecutionContext& ctx) {
   const CommOp comm = ResolveComm(ctx);
+  // `num` / `id` (the partial_send spelling) may stand for nranks / rank: the parts are
+  // always one per rank, each rank contributing its own.
+  if (ctx.op().HasAttr("num")) {
+    CheckArg(ctx, ctx.Attr<int>("num") == comm.nranks,
+             "num is " + std::to_string(ctx.Attr<int>("num")) + " but ring " +
+                 std::to_string(comm.ring_id) + " has " + std::to_string(comm.nranks) +
+                 " ranks (one part per rank)");
+  }
+  if (ctx.op().HasAttr("id")) {
+    CheckArg(ctx, ctx.Attr<int>("id") == comm.rank,
+             "id is " + std::to_string(ctx.Attr<int>("id")) + " but this process is rank " +
+                 std::to_string(comm.rank) + " (each rank contributes its own part)");
+  }
   const DenseTensor& x = ctx.Input("X");
   CheckArg(ctx, x.numel() % comm.nranks == 0,
            "X's " + std::to_string(x.numel()) + " elements must split into nranks " +

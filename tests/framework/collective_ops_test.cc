@@ -294,11 +294,14 @@ TEST_P(FrameworkCollectiveOps, PointToPointAndSync) {
       ProgramDesc p;
       AddOp(&p, "partial_allgather", {{"X", {"X"}}}, {{"Out", {"X"}}},
             {{"nranks", n}, {"rank", r}, {"use_calc_stream", calc}});
+      AddOp(&p, "partial_allgather", {{"X", {"X"}}}, {{"Out", {"again"}}},
+            {{"num", n}, {"id", r}, {"use_calc_stream", calc}});  // the num / id spelling
       AddOp(&p, "c_sync_comm_stream", {{"X", {"X"}}}, {{"Out", {"X"}}}, {{"ring_id", 0}});
       AddOp(&p, "barrier", {{"X", {"X"}}}, {{"Out", {"B"}}}, {{"ring_id", 0}});
       AddOp(&p, "c_sync_calc_stream", {{"X", {"X"}}}, {{"Out", {"C"}}});
       Executor().Run(p, &scope);
       ExpectValues(*scope.GetVar("X"), want, 0, "partial_allgather");
+      ExpectValues(*scope.GetVar("again"), want, 0, "partial_allgather of a full tensor");
       ExpectValues(*scope.GetVar("C"), want, 0, "c_sync_calc_stream passes X through");
     }
   });

@@ -102,6 +102,8 @@ TEST_P(FrameworkOperatorErrors, BadInputRaisesBeforeAnythingIsIssued) {
     ExpectOpError<phi::InvalidArgumentError>(
         &s, "c_allgather", x, out, {{"nranks", n + 1}},
         {"nranks is " + std::to_string(n + 1), "has " + std::to_string(n) + " ranks"});
+    ExpectOpError<phi::InvalidArgumentError>(&s, "partial_allgather", x, out, {{"num", n + 1}},
+                                             {"num is " + std::to_string(n + 1)});
     ExpectOpError<phi::InvalidArgumentError>(&s, "c_concat", x, out,
                                              {{"rank", r + 1}, {"nranks", n}},
                                              {"rank is " + std::to_string(r + 1)});
