@@ -36,6 +36,9 @@ int64_t WallMs() {
 }
 
 std::string ProgressKey(int rank) { return "wd/" + std::to_string(rank); }
+// Set by a rank that timed out: every rank of the group dumps its flight recorder, so the
+// dumps can be compared (tools/fr_trace), the ranks that did not time out included.
+const char* kDumpRequestKey = "wd/dump_request";
 
 bool Pending(const FlightRecorder::Entry& e) {
   TaskStatus s = e.state->status.load();
@@ -128,6 +131,7 @@ class Watchdog {
     std::weak_ptr<WatchTarget> target;
     std::set<uint64_t> reported;  // seqs already reported
     int64_t beat = 0;
+    bool dumped_on_request = false;
   };
 
   // The groups still alive (and forgets the others).
@@ -175,6 +179,13 @@ class Watchdog {
     }
     try {
       t.store_->set(ProgressKey(t.rank_), Encode(++w->beat, issued, completed, oldest));
+      if (!FLAGS_comm_dump_dir.empty() && !w->dumped_on_request &&
+          t.store_->check({kDumpRequestKey})) {
+        w->dumped_on_request = true;
+        LOG(WARNING) << "watchdog: " << t.describe_ << ": a rank timed out; "
+                     << DumpAll(FLAGS_comm_dump_dir) << " flight recorder(s) written to "
+                     << FLAGS_comm_dump_dir;
+      }
     } catch (const std::exception& e) {
       LOG_FIRST_N(WARNING, 1) << "watchdog: " << t.describe_
                               << ": cannot publish progress: " << e.what();
@@ -237,7 +248,13 @@ class Watchdog {
     if (!FLAGS_comm_dump_dir.empty()) {
       text += "\n  Flight recorders written to " + FLAGS_comm_dump_dir + " (" +
               std::to_string(DumpAll(FLAGS_comm_dump_dir)) +
-              " file(s)); tools/fr_trace " + FLAGS_comm_dump_dir + " compares the ranks'.";
+              " file(s) here; every rank of the group is asked to dump too); tools/fr_trace " +
+              FLAGS_comm_dump_dir + " compares them.";
+      try {
+        t.store_->set(kDumpRequestKey, std::to_string(stuck.desc.seq));
+      } catch (const std::exception& e) {
+        text += " (cannot ask the other ranks: " + std::string(e.what()) + ")";
+      }
     }
     text += "\n  Last ops of this group:\n" + t.recorder_->Dump();
     LOG(ERROR) << text;
@@ -256,6 +273,10 @@ class Watchdog {
         e.state->aborted.store(true);
       }
       return;
+    }
+    if (!FLAGS_comm_dump_dir.empty()) {
+      // Give the other ranks' watchdogs two ticks to answer the dump request.
+      std::this_thread::sleep_for(std::chrono::milliseconds(2 * FLAGS_comm_watchdog_interval_ms + 200));
     }
     std::fprintf(stderr, "%s\nwatchdog: aborting the process (FLAGS_comm_watchdog_action=%s; "
                  "exit code %d)\n", report.c_str(), action.c_str(), kWatchdogExitCode);
