@@ -103,13 +103,13 @@ class Watchdog {
     auto w = std::make_shared<Watched>();
     w->target = t;
     targets_.push_back(std::move(w));
-    if (!thread_.joinable()) {
+    if (!started_) {
+      started_ = true;
       struct sigaction old {};
       if (::sigaction(SIGUSR1, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) {
         ::signal(SIGUSR1, OnSigusr1);
       }
-      thread_ = std::thread([this] { Loop(); });
-      thread_.detach();
+      std::thread([this] { Loop(); }).detach();  // lives as long as the process
     }
   }
 
@@ -287,7 +287,7 @@ class Watchdog {
 
   std::mutex mu_;
   std::vector<std::shared_ptr<Watched>> targets_;
-  std::thread thread_;
+  bool started_ = false;
 };
 
 WatchTarget::WatchTarget(std::string describe, int gid, int rank, int size,
