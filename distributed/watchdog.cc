@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -231,8 +232,12 @@ class Watchdog {
       at[position].push_back(r);
       if (p.issued < static_cast<int64_t>(stuck.desc.seq)) behind.push_back(r);
     }
+    // A rank that never published is behind too, as far as anyone can tell.
+    std::vector<int> all_behind = behind;
+    all_behind.insert(all_behind.end(), missing.begin(), missing.end());
+    std::sort(all_behind.begin(), all_behind.end());
     msg << "\n  Ranks behind (have not issued seq " << stuck.desc.seq
-        << "): " << (behind.empty() ? "none" : RankList(behind)) << ".";
+        << "): " << (all_behind.empty() ? "none" : RankList(all_behind)) << ".";
     for (auto& [position, ranks] : at) {
       msg << "\n  " << RankList(ranks) << (ranks.size() == 1 ? " is " : " are ") << position << ";";
     }
