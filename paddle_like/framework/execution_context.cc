@@ -14,6 +14,7 @@ const std::string& OneName(const OpDesc& op, const std::vector<std::string>& nam
                      slot.c_str(), op.DebugString().c_str(), names.size()));
   return names[0];
 }
+}  // namespace
 
 const phi::DenseTensor& CheckedInput(const OpDesc& op, const Scope& scope, const std::string& slot,
                                      const std::string& name) {
@@ -25,7 +26,6 @@ const phi::DenseTensor& CheckedInput(const OpDesc& op, const Scope& scope, const
                      name.c_str(), slot.c_str(), op.DebugString().c_str()));
   return *t;
 }
-}  // namespace
 
 bool ExecutionContext::HasInput(const std::string& slot) const {
   if (!op_.HasInput(slot)) return false;

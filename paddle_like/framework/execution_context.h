@@ -14,6 +14,11 @@
 namespace paddle_like {
 namespace framework {
 
+// The tensor `name` (input slot `slot` of `op`) in `scope`; raises InvalidArgument naming the
+// op when the variable holds no data yet (a missing variable: Scope::GetVar's NotFound).
+const phi::DenseTensor& CheckedInput(const OpDesc& op, const Scope& scope, const std::string& slot,
+                                     const std::string& name);
+
 class ExecutionContext {
  public:
   ExecutionContext(const OpDesc& op, Scope* scope, phi::DeviceContext* dev_ctx,

@@ -5,6 +5,7 @@
 #include <exception>
 #include <string>
 
+#include "paddle_like/framework/execution_context.h"
 #include "paddle_like/framework/kernel_registry.h"
 #include "paddle_like/framework/var_type.h"
 #include "phi/core/errors.h"
@@ -28,15 +29,8 @@ phi::DataType Executor::KernelDataType(const OpDesc& op, const Scope& scope) con
   if (op.HasAttr("dtype")) return FromVarType(op.GetAttr<int>("dtype"));
   const std::string slot = KernelRegistry::Instance().KeyInput(op.Type());
   if (op.HasInput(slot)) {
-    // GetVar: a missing variable is named here rather than as "no kernel for any dtype".
-    const std::string& name = op.Input(slot)[0];
-    const phi::DenseTensor* t = scope.GetVar(name);
-    PADDLE_ENFORCE(t->initialized(),
-                   phi::errors::InvalidArgument(
-                       "Input '%s' (slot %s) of operator %s holds no data: run the op that "
-                       "produces it first.",
-                       name.c_str(), slot.c_str(), op.DebugString().c_str()));
-    return t->dtype();
+    // A missing or empty variable is named here rather than as "no kernel for any dtype".
+    return CheckedInput(op, scope, slot, op.Input(slot)[0]).dtype();
   }
   return phi::DataType::UNDEFINED;
 }
