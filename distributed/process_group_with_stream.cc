@@ -6,6 +6,7 @@
 #include <glog/logging.h>
 
 #include "distributed/collective_fingerprint.h"
+#include "distributed/comm_trace.h"
 #include "distributed/engine_checks.h"
 #include "distributed/flight_recorder.h"
 #include "distributed/op_agreement.h"
@@ -180,6 +181,10 @@ std::shared_ptr<StreamTask> ProcessGroupWithStream::NewTask(const OpDesc& desc, 
                                            BlockingWait(), timeout_,
                                            [recorder = recorder_] { return recorder->Dump(); });
   recorder_->Record(desc, task->state());
+  if (CommTraceEnabled()) {
+    TraceCommTask(desc, task->state(), GetGid(), GetRank(),
+                  desc.numel_in * static_cast<int64_t>(phi::SizeOf(desc.dtype)));
+  }
   return task;
 }
 
@@ -196,7 +201,7 @@ std::function<void()> MakeJob(CommContext* comm, phi::Stream* stream,
                               bool check, int gid,
                               std::shared_ptr<phi::distributed::Store> store) {
   return [=, fn = std::move(fn)] {
-    state->status.store(TaskStatus::kStarted);
+    state->MarkStarted();
     try {
       if (check) {
         CheckAgreement(comm, stream, MakeAgreementRecord(desc), *group, gid, store.get());
@@ -453,12 +458,12 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
   std::shared_ptr<TaskState> group_state = group_task->state();
   auto job = [comm, stream, jobs, group_state, group = DescribePtr(), desc, check, record,
               gid = GetGid(), store = store_] {
-    group_state->status.store(TaskStatus::kStarted);
+    group_state->MarkStarted();
     try {
       if (check) CheckAgreement(comm, stream, record, *group, gid, store.get());
       CommGroupGuard guard(comm);
       for (auto& j : *jobs) {
-        j.state->status.store(TaskStatus::kStarted);
+        j.state->MarkStarted();
         j.fn(comm, stream, j.state.get());
       }
       guard.End();

@@ -40,6 +40,14 @@ std::exception_ptr TaskState::error() const {
   return error_;
 }
 
+void TaskState::MarkStarted() {
+  auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                std::chrono::steady_clock::now() - issued_at)
+                .count();
+  started_us.store(us > 0 ? us : 1);
+  status.store(TaskStatus::kStarted);
+}
+
 void TaskState::MarkFinished(TaskStatus s) {
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(
                 std::chrono::steady_clock::now() - issued_at)

@@ -47,6 +47,7 @@ struct TaskState {
   // the task's end event (which orders the two).
   int source_rank = -1;
   std::chrono::steady_clock::time_point issued_at = std::chrono::steady_clock::now();
+  std::atomic<int64_t> started_us{0};   // since issued_at; 0 until the stream runs it
   std::atomic<int64_t> finished_us{0};  // since issued_at; 0 until finished
   // Ended as an error before the stream got to it (Task::Abort, the watchdog's "fail").
   std::atomic<bool> aborted{false};
@@ -54,6 +55,7 @@ struct TaskState {
   // watchdog reported it): the watchdog does not act on it (again).
   std::atomic<bool> timeout_reported{false};
 
+  void MarkStarted();
   void SetError(std::exception_ptr e);
   std::exception_ptr error() const;
   void MarkFinished(TaskStatus s);

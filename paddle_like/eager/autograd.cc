@@ -1,10 +1,12 @@
 #include "paddle_like/eager/autograd.h"
 
 #include <atomic>
+#include <memory>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "distributed/comm_trace.h"
 #include "paddle_like/eager/tensor_impl_internal.h"
 #include "phi/core/errors.h"
 #include "phi/kernels/math_kernels.h"
@@ -166,6 +168,8 @@ std::vector<phi::DenseTensor> FunctionNode::Apply(const phi::DenseTensor& grad_o
 
 void RunBackward(const Tensor& root, const phi::DenseTensor& grad, bool retain_graph) {
   BackwardScope scope;
+  // The comm timeline's compute track: the nodes, not the callbacks (a Reducer's wait).
+  auto span = std::make_unique<distributed::TraceSpan>("backward");
   std::shared_ptr<GradNode> root_node = root.is_leaf() ? GradAccumulator(root) : root.grad_fn();
   auto deps = CountDependencies(root_node.get());
   std::unordered_map<GradNode*, phi::DenseTensor> buffers;
@@ -195,6 +199,7 @@ void RunBackward(const Tensor& root, const phi::DenseTensor& grad, bool retain_g
     root_node->Release();
     for (auto& n : visited) n->Release();
   }
+  span.reset();
   scope.RunCallbacks();
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 
+#include "distributed/comm_trace.h"
 #include "paddle_like/dist/object_collectives.h"
 #include "paddle_like/eager/autograd.h"
 #include "phi/core/errors.h"
@@ -163,7 +164,11 @@ Tensor DataParallel::forward(const Tensor& input) {
       BroadcastCoalesced(state, group_->ranks()[0], options_.comm_buffer_size, group_);
     }
   }
-  Tensor out = module_->forward(input);
+  Tensor out;
+  {
+    distributed::TraceSpan span("forward");
+    out = module_->forward(input);
+  }
   if (autograd::IsGradEnabled() && training()) {
     if (require_sync_) reducer_->PrepareForBackward(out);
     else reducer_->PrepareForLocalBackward();

@@ -34,6 +34,10 @@ DECLARE_int32(comm_watchdog_interval_ms);
 // Where flight-recorder dumps go (on a watchdog timeout, on SIGUSR1, on request); "" means
 // the log only for timeouts, and /tmp/paddle_like_fr_<pid> for SIGUSR1.
 DECLARE_string(comm_dump_dir);
+// The comm timeline (distributed/comm_trace.h): with a directory, every comm task and compute
+// span is written at exit as a Chrome/Perfetto JSON trace (tools/merge_traces merges ranks).
+DECLARE_string(comm_trace_dir);
+DECLARE_int32(comm_trace_max_events);
 // Default timeout of a process group, in seconds.
 DECLARE_int32(default_group_timeout_s);
 // Bound on allocations whose free waits for a stream; past it the oldest are waited for.
