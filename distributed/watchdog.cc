@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -106,6 +107,11 @@ class Watchdog {
     targets_.push_back(std::move(w));
     if (!started_) {
       started_ = true;
+      std::atexit([] {
+        Watchdog& w = Watchdog::Get();
+        std::lock_guard<std::mutex> tick(w.tick_mu_);
+        w.exiting_ = true;
+      });
       struct sigaction old {};
       if (::sigaction(SIGUSR1, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) {
         ::signal(SIGUSR1, OnSigusr1);
@@ -154,6 +160,10 @@ class Watchdog {
     while (true) {
       std::this_thread::sleep_for(
           std::chrono::milliseconds(std::max(10, FLAGS_comm_watchdog_interval_ms)));
+      // At exit the flags and glog are destroyed: the atexit hook stops the loop between
+      // ticks (it waits for a tick in progress).
+      std::lock_guard<std::mutex> tick(tick_mu_);
+      if (exiting_) return;
       if (g_dump_requested.exchange(false)) {
         std::string dir = FLAGS_comm_dump_dir.empty()
                               ? "/tmp/paddle_like_fr_" + std::to_string(::getpid())
@@ -293,6 +303,8 @@ class Watchdog {
   std::mutex mu_;
   std::vector<std::shared_ptr<Watched>> targets_;
   bool started_ = false;
+  std::mutex tick_mu_;  // held by a tick; the atexit hook takes it to stop the loop
+  bool exiting_ = false;
 };
 
 WatchTarget::WatchTarget(std::string describe, int gid, int rank, int size,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
@@ -65,6 +66,9 @@ class Heartbeat {
     stop_ = false;
     store_->add(key_, 1);  // visible before Start returns
     thread_ = std::thread([this] { Loop(); });
+    // Stopped before static destructors (glog's among them) run under it.
+    static bool at_exit = (std::atexit([] { Heartbeat::Get().Stop(); }), true);
+    (void)at_exit;
   }
 
   void Stop() {
