@@ -137,13 +137,13 @@ run() {
   done
   [[ ${1:-} == -- ]] && shift
   [[ $# -gt 0 ]] || die "run: no command"
-  local name="r$$"
-  trap 'down "$name"' EXIT
+  RUN_NAME="r$$"  # global: the EXIT trap runs after this function has returned
+  trap 'down "$RUN_NAME"' EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
   local i=0 addr
-  export SIM_CLUSTER=$name SIM_NODES=$n
-  for addr in $(CREATOR_PID=$$ up "$name" "$n" "${rate_args[@]}"); do
+  export SIM_CLUSTER=$RUN_NAME SIM_NODES=$n
+  for addr in $(CREATOR_PID=$$ up "$RUN_NAME" "$n" "${rate_args[@]}"); do
     export "SIM_ADDR_$i=$addr"
     i=$((i + 1))
   done

@@ -96,6 +96,22 @@ void IgnoreSigpipeOnce() {
   });
 }
 
+// Gloo's all-reduce algorithm: PADDLE_GLOO_ALLREDUCE_ALGO=ring (the default: bandwidth-
+// optimal, 2(n-1) steps) or halving_doubling (Gloo's "bcube" with base 2: 2 log2(n) steps,
+// fewer latency-bound steps for small messages on many ranks). Every rank must choose the
+// same one. Read once per communicator so that a benchmark can compare them.
+::gloo::AllreduceOptions::Algorithm AllReduceAlgorithmFromEnv() {
+  const char* v = std::getenv("PADDLE_GLOO_ALLREDUCE_ALGO");
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "ring") == 0) {
+    return ::gloo::AllreduceOptions::Algorithm::RING;
+  }
+  PADDLE_ENFORCE(std::strcmp(v, "halving_doubling") == 0,
+                 errors::InvalidArgument("PADDLE_GLOO_ALLREDUCE_ALGO='%s': expected 'ring' or "
+                                         "'halving_doubling'",
+                                         v));
+  return ::gloo::AllreduceOptions::Algorithm::BCUBE;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ GlooCommContext
@@ -105,7 +121,8 @@ GlooCommContext::GlooCommContext(std::unique_ptr<GlooMesh> mesh,
       mesh_(std::move(mesh)),
       ctx_(mesh_->context()),
       timeout_(timeout),
-      describe_(std::move(describe)) {}
+      describe_(std::move(describe)),
+      allreduce_algorithm_(AllReduceAlgorithmFromEnv()) {}
 
 void GlooCommContext::MarkBroken(const std::string& why) {
   std::lock_guard<std::mutex> lk(broken_mu_);
@@ -251,6 +268,7 @@ void GlooCommContext::RunAllReduce(const void* send, void* recv, int64_t count, 
       opts.setOutput(static_cast<T*>(recv), p.count);
       opts.setReduceFunction(GetCpuReduceFn(p.dtype, red.op));
       opts.setTimeout(timeout_);
+      opts.setAlgorithm(allreduce_algorithm_);
       ::gloo::allreduce(opts);
     });
   });

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <gloo/allreduce.h>
 #include <gloo/common/error.h>
 #include <gloo/transport/unbound_buffer.h>
 
@@ -142,6 +143,8 @@ class GlooCommContext : public CommContext {
   std::shared_ptr<::gloo::Context> ctx_;
   std::chrono::milliseconds timeout_;
   std::string describe_;
+  // PADDLE_GLOO_ALLREDUCE_ALGO, read at creation (see AllReduceAlgorithmFromEnv).
+  ::gloo::AllreduceOptions::Algorithm allreduce_algorithm_;
   mutable std::mutex broken_mu_;
   std::string broken_;  // the first failure's message; empty while usable
   // Group state; only the comm stream's thread touches it.
