@@ -69,7 +69,7 @@ class GlooMesh {
   void ConnectLocked(int peer);  // holds peer_mu_[peer]
 
   std::shared_ptr<Store> store_;
-  bool own_store_;  // store_ is the mesh's own connection (its timeout is ours to set)
+  bool own_store_;  // store_ is the mesh's own connection (the store can be cloned)
   int rank_, size_;
   std::chrono::milliseconds timeout_;
   std::string describe_;

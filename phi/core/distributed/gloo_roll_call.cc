@@ -23,6 +23,7 @@ namespace {
 
 // Beyond the budget: time for the store's replies and the check of each key.
 constexpr std::chrono::milliseconds kRollCallSlack{300};
+constexpr std::chrono::milliseconds kRollCallPoll{20};
 
 std::string JoinRanks(const std::vector<int>& ranks) {
   std::string s;
@@ -30,26 +31,32 @@ std::string JoinRanks(const std::vector<int>& ranks) {
   return s;
 }
 
-// Posts "fail/<rank>", waits up to `budget` for every other rank's post and returns the
-// ranks that never posted. Store errors propagate (the caller reports them).
+// Posts "fail/<rank>", then polls for every other rank's post until `budget` passes and
+// returns the ranks that never posted. A failed post propagates (the caller reports a store
+// it cannot reach). Polling, not one long wait: the store may go away while we look (it
+// lives in rank 0 or a launcher that is exiting on the same failure); what was seen by then
+// still counts.
 std::vector<int> FindSilentRanks(Store* store, int rank, int size,
                                  std::chrono::milliseconds budget) {
   auto fail_key = [](int r) { return "fail/" + std::to_string(r); };
   const auto deadline = std::chrono::steady_clock::now() + budget;
   store->set(fail_key(rank), std::vector<uint8_t>{'1'});
-  std::vector<std::string> others;
-  for (int r = 0; r < size; ++r) {
-    if (r != rank) others.push_back(fail_key(r));
-  }
   std::vector<int> silent;
+  for (int r = 0; r < size; ++r) {
+    if (r != rank) silent.push_back(r);
+  }
   try {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    store->wait(others, std::max(left, std::chrono::milliseconds(1)));
-  } catch (const TimeoutError&) {
-    for (int r = 0; r < size; ++r) {
-      if (r != rank && !store->check({fail_key(r)})) silent.push_back(r);
+    while (!silent.empty()) {
+      std::vector<int> still;  // swapped in whole: a store error leaves the last full list
+      for (int r : silent) {
+        if (!store->check({fail_key(r)})) still.push_back(r);
+      }
+      silent.swap(still);
+      if (silent.empty() || std::chrono::steady_clock::now() >= deadline) break;
+      std::this_thread::sleep_for(kRollCallPoll);
     }
+  } catch (const std::exception&) {
+    // The store went away after our post: the ranks not seen by then are reported.
   }
   return silent;
 }
@@ -60,17 +67,18 @@ std::string GlooMesh::RollCall(std::chrono::milliseconds budget) {
   std::lock_guard<std::mutex> lk(roll_mu_);
   if (rolled_) return roll_result_;
   rolled_ = true;
-  if (!own_store_) return roll_result_;  // a shared client: its timeout is not ours to set
-  // This connection is the mesh's own and the communicator is broken after this failure,
-  // so nothing else needs its old timeout. A store behind the same partition may still not
-  // answer within the budget (a client allows a reply grace beyond its timeout), so the
-  // calls run on a thread of their own that owns what it touches; we wait for it `budget`.
-  store_->set_timeout(budget);
+  if (!own_store_) return roll_result_;  // an in-process store (tests): nothing to ask
+  // The calls run on a thread of their own, on a connection of their own whose timeout is
+  // the budget, and we wait for them at most the budget (+ slack): a store behind the same
+  // partition would hold a client for its timeout plus a reply grace, and lanes of this mesh
+  // may still use the mesh's connection. The thread owns everything it touches.
   auto outcome = std::make_shared<std::promise<std::vector<int>>>();
   std::future<std::vector<int>> silent_ranks = outcome->get_future();
   std::thread([store = store_, rank = rank_, size = size_, budget, outcome] {
     try {
-      outcome->set_value(FindSilentRanks(store.get(), rank, size, budget));
+      std::shared_ptr<Store> own = store->Clone();
+      own->set_timeout(budget);
+      outcome->set_value(FindSilentRanks(own.get(), rank, size, budget));
     } catch (...) {
       outcome->set_exception(std::current_exception());
     }
