@@ -105,15 +105,21 @@ std::vector<double> WaitUntil(Procs& ranks, Clock::time_point t0, std::chrono::s
   }
 }
 
-// Every rank has connected and runs the endless all-reduce: each has listened, and rank
-// 0's bench has printed its column header (it prints it before the first size).
-void WaitUntilRunning(Procs& ranks) {
-  auto at = WaitUntil(ranks, Clock::now(), std::chrono::seconds(20),
+// Every rank has connected and the endless all-reduce is flowing between the nodes: each
+// rank has listened, and node 1 has received 8 MiB more than when they had (pairs connect
+// in the first all-reduce; a fixed sleep would be a guess on a loaded or sanitized build).
+void WaitUntilFlowing(Procs& procs, const SimCluster& cluster) {
+  auto at = WaitUntil(procs, Clock::now(), std::chrono::seconds(20),
                       [](int, const std::string& out) { return out.find(" listens on ") !=
                                                                std::string::npos; });
-  for (size_t r = 0; r < at.size(); ++r) ASSERT_GE(at[r], 0) << ranks[r]->Poll();
-  // Pairs connect in the first all-reduce; a second is plenty on 2 cores for 4 ranks.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  for (size_t r = 0; r < at.size(); ++r) ASSERT_GE(at[r], 0) << procs[r]->Poll();
+  const long long start = cluster.RxBytes(1);
+  ASSERT_GE(start, 0) << "cannot read node 1's rx_bytes";
+  const auto end = Clock::now() + std::chrono::seconds(20);
+  while (cluster.RxBytes(1) < start + (8 << 20)) {
+    ASSERT_LT(Clock::now(), end) << "no all-reduce traffic between the nodes";
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 // An all-reduce that runs until a fault stops it, with a short group timeout.
@@ -234,7 +240,7 @@ void PartitionMidAllReduce(int cut_node) {
   SimCluster cluster(2);
   REQUIRE_SIM_CLUSTER(cluster);
   Procs ranks = StartRanks(cluster, 2, 2, EnvConvention::kTorchrun, EndlessAllReduce());
-  WaitUntilRunning(ranks);
+  WaitUntilFlowing(ranks, cluster);
   if (::testing::Test::HasFatalFailure()) return Reap(ranks);
   const auto t0 = Clock::now();
   cluster.Link(cut_node, false);
@@ -305,7 +311,8 @@ TEST(MultiNode, StoppedRankIsNamedByTheOthersAndByTheLauncher) {
                "echo \"$RANK $$\" >> " + pids + "; exec" + bench},
         kLogEnv));
   }
-  WaitUntilRunning(launches);
+  WaitUntilFlowing(launches, cluster);
+  if (::testing::Test::HasFatalFailure()) return;
   pid_t victim = -1;
   {
     std::istringstream in(ReadFile(pids));

@@ -61,6 +61,18 @@ std::unique_ptr<Proc> SimCluster::Start(int node, const std::vector<std::string>
   return std::make_unique<Proc>(full, env);
 }
 
+long long SimCluster::RxBytes(int node) const {
+  // `ip netns exec` mounts the node's own /sys, so this is the node's eth0.
+  auto r = Script({"exec", name_, std::to_string(node), "cat",
+                   "/sys/class/net/eth0/statistics/rx_bytes"});
+  if (r.exit_code() != 0) return -1;
+  try {
+    return std::stoll(r.output);
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
 void SimCluster::Link(int node, bool up) const {
   auto r = Script({"link", name_, std::to_string(node), up ? "up" : "down"});
   if (r.exit_code() != 0) throw std::runtime_error("sim_cluster link failed: " + r.output);

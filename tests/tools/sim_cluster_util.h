@@ -27,6 +27,8 @@ class SimCluster {
   // Starts `argv` inside `node` with `env` added to this process's environment.
   std::unique_ptr<Proc> Start(int node, const std::vector<std::string>& argv,
                               const std::map<std::string, std::string>& env = {}) const;
+  // Bytes the node has received on its link so far (-1 when it cannot be read).
+  long long RxBytes(int node) const;
   // Takes the node's link down (a partition: silence, no FIN/RST/ICMP) or up again.
   void Link(int node, bool up) const;
 
