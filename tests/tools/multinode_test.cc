@@ -263,7 +263,7 @@ void PartitionMidAllReduce(int cut_node) {
   for (size_t r = 0; r < ranks.size(); ++r) {
     auto res = ranks[r]->Finish(std::chrono::seconds(2 * kTimeoutS + 10));
     EXPECT_FALSE(res.timed_out) << "rank " << r << " hangs\n" << res.output;
-    EXPECT_EQ(res.exit_code(), 1) << "rank " << r << "\n" << res.output;
+    EXPECT_GT(res.exit_code(), 0) << "rank " << r << " (an exit, not a signal)\n" << res.output;
   }
 }
 
@@ -287,7 +287,7 @@ TEST(MultiNode, StoreHostsNodeUnreachableAtRendezvousIsAClearError) {
   for (auto& p : ranks) {
     auto res = p->Finish(std::chrono::seconds(kTimeoutS + 10));
     EXPECT_FALSE(res.timed_out) << res.output;
-    EXPECT_EQ(res.exit_code(), 1) << res.output;
+    EXPECT_GT(res.exit_code(), 0) << res.output;
     EXPECT_NE(res.output.find(cluster.addr(0) + ":" + kPort), std::string::npos) << res.output;
     EXPECT_LE(res.seconds, kTimeoutS + 2.0) << res.output;
   }
