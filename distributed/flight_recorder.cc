@@ -31,5 +31,31 @@ std::string FlightRecorder::Dump() const {
   return out;
 }
 
+std::vector<FlightRecorder::Entry> FlightRecorder::Snapshot() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::vector<Entry> out;
+  size_t n = ring_.size();
+  size_t start = n < capacity_ ? 0 : next_;
+  for (size_t i = 0; i < n; ++i) out.push_back(ring_[(start + i) % n]);
+  return out;
+}
+
+std::string FlightRecorder::DumpRecords() const {
+  auto now = std::chrono::steady_clock::now();
+  std::string out;
+  for (const Entry& e : Snapshot()) {
+    const OpDesc& d = e.desc;
+    auto age = std::chrono::duration_cast<std::chrono::microseconds>(now - e.state->issued_at);
+    out += "seq=" + std::to_string(d.seq) + " op=" + CommTypeToString(d.type) +
+           " dtype=" + phi::DataTypeToString(d.dtype) + " in=" + std::to_string(d.numel_in) +
+           " out=" + std::to_string(d.numel_out) + " peer=" + std::to_string(d.peer) +
+           " red=" + std::to_string(d.reduce_op) + " tag=" + std::to_string(d.tag) +
+           " state=" + TaskStatusName(e.state->status.load()) +
+           " age_us=" + std::to_string(age.count()) +
+           " done_us=" + std::to_string(e.state->finished_us.load()) + " name=" + d.name + "\n";
+  }
+  return out;
+}
+
 }  // namespace distributed
 }  // namespace paddle_like

@@ -19,11 +19,17 @@ class FlightRecorder {
   // Oldest first, one op per line.
   std::string Dump() const;
 
- private:
   struct Entry {
     OpDesc desc;
     std::shared_ptr<TaskState> state;
   };
+  // The recorded ops, oldest first (the watchdog's view).
+  std::vector<Entry> Snapshot() const;
+  // The recorded ops as the dump files tools/fr_trace reads: one op per line,
+  // "seq=.. op=.. dtype=.. in=.. out=.. peer=.. red=.. tag=.. state=.. age_us=.. done_us=.. name=..".
+  std::string DumpRecords() const;
+
+ private:
   size_t capacity_;
   mutable std::mutex mu_;
   std::vector<Entry> ring_;

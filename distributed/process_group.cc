@@ -37,6 +37,14 @@ std::shared_ptr<ProcessGroup> ProcessGroupIdMap::Get(int gid) const {
   return it == groups_.end() ? nullptr : it->second;
 }
 
+std::vector<int> ProcessGroupIdMap::Ids() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::vector<int> ids;
+  ids.reserve(groups_.size());
+  for (const auto& kv : groups_) ids.push_back(kv.first);
+  return ids;
+}
+
 void ProcessGroupIdMap::Erase(int gid) {
   std::lock_guard<std::mutex> lk(mu_);
   groups_.erase(gid);

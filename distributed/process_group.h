@@ -201,6 +201,8 @@ class ProcessGroupIdMap {
   void Insert(int gid, std::shared_ptr<ProcessGroup> group);
   // nullptr when absent.
   std::shared_ptr<ProcessGroup> Get(int gid) const;
+  // The ids registered now, ascending (what an error about an unknown ring id lists).
+  std::vector<int> Ids() const;
   void Erase(int gid);
   void Clear();
 

@@ -10,6 +10,7 @@
 #include "distributed/flight_recorder.h"
 #include "distributed/op_agreement.h"
 #include "distributed/stream_task.h"
+#include "distributed/watchdog.h"
 #include "phi/core/errors.h"
 #include "phi/core/flags.h"
 #include "phi/core/cpu_stream.h"
@@ -60,9 +61,18 @@ ProcessGroupWithStream::ProcessGroupWithStream(std::shared_ptr<phi::distributed:
   if (FLAGS_check_collective_mismatch && store_) {
     checker_ = std::make_unique<CollectiveFingerprintChecker>(store_, gid, rank, size, timeout_);
   }
+  watch_ = std::make_shared<WatchTarget>(
+      "process group " + std::to_string(gid) + " (rank " + std::to_string(rank) + "/" +
+          std::to_string(size) + ")",
+      gid, rank, size, timeout_, recorder_, store_,
+      [this](const std::string& why) { AbortComm(why); });
+  WatchGroup(watch_);
 }
 
-ProcessGroupWithStream::~ProcessGroupWithStream() { ShutdownStreams(); }
+ProcessGroupWithStream::~ProcessGroupWithStream() {
+  watch_->Retire();  // before anything it could call goes away
+  ShutdownStreams();
+}
 
 void ProcessGroupWithStream::ShutdownStreams() {
   std::map<phi::Place, std::unique_ptr<phi::DeviceContext>> doomed;

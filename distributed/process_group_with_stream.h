@@ -30,6 +30,7 @@ class StreamTask;
 struct OpDesc;
 struct TaskState;
 struct CoalescingState;
+class WatchTarget;
 
 class ProcessGroupWithStream : public ProcessGroup {
  public:
@@ -158,6 +159,8 @@ class ProcessGroupWithStream : public ProcessGroup {
   std::string aborted_;          // AbortComm's reason; every later op raises it at issue
   std::unique_ptr<CoalescingState> coalescing_;  // non-null between Start/EndCoalescing
   std::shared_ptr<FlightRecorder> recorder_;
+  // This group as the watchdog sees it (retired first thing in the destructor).
+  std::shared_ptr<WatchTarget> watch_;
   // FLAGS_check_collective_mismatch: the store-based fingerprint check (names missing ranks).
   std::unique_ptr<CollectiveFingerprintChecker> checker_;
   mutable std::once_flag describe_once_;

@@ -81,6 +81,7 @@ void StreamTask::CheckIssued() const {
 
 void StreamTask::RethrowIfFailed() const {
   if (auto e = state_->error()) {
+    state_->timeout_reported.store(true);  // the caller hears of it: not the watchdog's case
     phi::RethrowWithContext(e, *group_desc_ + ": " + desc_.ToString() + " failed");
   }
 }
@@ -93,11 +94,11 @@ void StreamTask::Abort(const std::string& why) {
   } catch (...) {
     state_->SetError(std::current_exception());
   }
-  aborted_.store(true);
+  state_->aborted.store(true);
 }
 
 bool StreamTask::IsCompleted() {
-  if (aborted_.load()) return true;
+  if (state_->aborted.load()) return true;
   if (!end_event_) return false;
   if (!end_event_->Query()) return false;
   EraseOwnRecords();
@@ -115,6 +116,7 @@ void StreamTask::HostWait(std::chrono::milliseconds timeout) {
                       "). A rank may have died, or not called this op, or called a different "
                       "one.";
     if (recent_ops_) msg += "\nLast ops of this group (flight recorder):\n" + recent_ops_();
+    state_->timeout_reported.store(true);
     LOG(ERROR) << msg;
     PADDLE_THROW(phi::errors::Timeout(msg));
   }
@@ -122,7 +124,7 @@ void StreamTask::HostWait(std::chrono::milliseconds timeout) {
 
 bool StreamTask::Wait(std::chrono::milliseconds timeout) {
   CheckIssued();
-  if (aborted_.load()) RethrowIfFailed();
+  if (state_->aborted.load()) RethrowIfFailed();
   if (timeout <= std::chrono::milliseconds::zero()) timeout = timeout_;
   if (blocking_wait_ || calc_stream_->IsHostStream()) {
     HostWait(timeout);

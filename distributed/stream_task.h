@@ -48,6 +48,11 @@ struct TaskState {
   int source_rank = -1;
   std::chrono::steady_clock::time_point issued_at = std::chrono::steady_clock::now();
   std::atomic<int64_t> finished_us{0};  // since issued_at; 0 until finished
+  // Ended as an error before the stream got to it (Task::Abort, the watchdog's "fail").
+  std::atomic<bool> aborted{false};
+  // Someone already heard of this op's failure or timeout (a Wait raised it, or the
+  // watchdog reported it): the watchdog does not act on it (again).
+  std::atomic<bool> timeout_reported{false};
 
   void SetError(std::exception_ptr e);
   std::exception_ptr error() const;
@@ -97,7 +102,6 @@ class StreamTask : public ProcessGroup::Task {
   std::chrono::milliseconds timeout_;
   std::function<std::string()> recent_ops_;
   std::shared_ptr<TaskState> state_ = std::make_shared<TaskState>();
-  std::atomic<bool> aborted_{false};
   std::shared_ptr<phi::Event> end_event_;
   std::mutex records_mu_;
   std::vector<HolderRecord> records_;

@@ -19,6 +19,11 @@ DEFINE_bool(check_collective_mismatch, false,
 DEFINE_bool(check_collective_agreement, true,
             "Before each CPU collective, compare what every rank runs (in-band, one small "
             "all-gather) and raise on every rank when they differ");
+DEFINE_bool(comm_watchdog, true, "Run the comm watchdog thread (see flags.h)");
+DEFINE_string(comm_watchdog_action, "abort",
+              "What the watchdog does on a timeout nobody was told of: abort, fail or log");
+DEFINE_int32(comm_watchdog_interval_ms, 500, "How often the watchdog looks and publishes");
+DEFINE_string(comm_dump_dir, "", "Directory for flight-recorder dumps");
 DEFINE_int32(default_group_timeout_s, 1800, "Default process-group timeout in seconds");
 DEFINE_int32(max_pending_stream_frees, 4096,
              "Deferred frees kept before the allocator waits on the oldest");

@@ -23,6 +23,17 @@ DECLARE_bool(check_collective_mismatch);
 // and raise on every rank when they differ (distributed/op_agreement.h). On by default:
 // without it a size mismatch can abort the process inside Gloo.
 DECLARE_bool(check_collective_agreement);
+// The comm watchdog (distributed/watchdog.h): one thread per process watches every in-flight
+// op of every group, publishes each group's progress through its store and, when an op is
+// past its group's timeout and nobody has been told, writes a report naming the ranks that
+// are behind. Then: "abort" (the default: the process exits with code 70 after the
+// report), "fail" (the group's pending and later ops raise the report), or "log".
+DECLARE_bool(comm_watchdog);
+DECLARE_string(comm_watchdog_action);
+DECLARE_int32(comm_watchdog_interval_ms);
+// Where flight-recorder dumps go (on a watchdog timeout, on SIGUSR1, on request); "" means
+// the log only for timeouts, and /tmp/paddle_like_fr_<pid> for SIGUSR1.
+DECLARE_string(comm_dump_dir);
 // Default timeout of a process group, in seconds.
 DECLARE_int32(default_group_timeout_s);
 // Bound on allocations whose free waits for a stream; past it the oldest are waited for.

@@ -1,11 +1,14 @@
-// Uses the installed headers and both exported libraries: a tensor on a CPU worker
-// stream (phi) and an all-reduce through a one-rank Gloo process group (distributed).
+// Uses the installed headers and the exported libraries: a tensor on a CPU worker stream
+// (phi), an all-reduce through a one-rank Gloo process group (distributed), and a program
+// whose c_allreduce_sum finds that group by ring id (framework: the built-in operators are
+// there when linked from the installed static library).
 #include <chrono>
 #include <cstdio>
 #include <memory>
 #include <vector>
 
 #include "distributed/process_group_gloo.h"
+#include "paddle_like/framework/executor.h"
 #include "phi/core/cpu_stream.h"
 #include "phi/core/dense_tensor.h"
 #include "phi/core/distributed/store/hash_store.h"
@@ -27,11 +30,25 @@ int main() {
     std::fprintf(stderr, "consumer: unexpected all-reduce result\n");
     return 1;
   }
+  paddle_like::framework::Scope scope;
+  *scope.Var("x") = phi::DenseTensor::FromVector(std::vector<double>{1, 2});
+  paddle_like::framework::ProgramDesc program;
+  program.AppendOp("c_allreduce_sum")
+      .SetInput("X", {"x"})
+      .SetOutput("Out", {"y"})
+      .SetAttr("ring_id", 0)
+      .SetAttr("use_calc_stream", true);
+  program.AppendOp("scale").SetInput("X", {"y"}).SetOutput("Out", {"z"}).SetAttr("scale", 3.0);
+  paddle_like::framework::Executor().Run(program, &scope);
+  if (scope.GetVar("z")->ToVector<double>() != std::vector<double>{3, 6}) {
+    std::fprintf(stderr, "consumer: unexpected program result\n");
+    return 1;
+  }
   try {
     PADDLE_THROW(phi::errors::NotFound("key %s", "x"));
   } catch (const phi::NotFoundError&) {
   }
-  std::printf("consumer: %s all-reduce over %d rank ok\n", pg->GetBackendName().c_str(),
-              pg->GetSize());
+  std::printf("consumer: %s all-reduce over %d rank and a framework program ok\n",
+              pg->GetBackendName().c_str(), pg->GetSize());
   return 0;
 }

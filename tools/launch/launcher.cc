@@ -23,8 +23,10 @@
 
 #include "phi/core/distributed/store/rendezvous.h"
 #include "phi/core/distributed/store/store_auth.h"
+#include "distributed/watchdog.h"
 #include "phi/core/distributed/store/tcp_store.h"
 #include "phi/core/distributed/store/tcp_store_server.h"
+#include "tools/common/fr_analysis.h"
 #include "tools/launch/output_relay.h"
 
 extern char** environ;
@@ -273,6 +275,15 @@ int RunJob(const LaunchOptions& o) {
     port = server->port();
   }
 
+  // Where the ranks' comm watchdogs dump their flight recorders on a timeout; after the job
+  // the launcher compares the dumps (tools/fr_trace) when a rank ended by its watchdog.
+  if (const char* set = std::getenv("FLAGS_comm_dump_dir"); !set || !*set) {
+    std::string dir = o.log_dir.empty() ? "/tmp/paddle_like_fr_" + std::to_string(self)
+                                        : o.log_dir + "/flight_recorder";
+    ::setenv("FLAGS_comm_dump_dir", dir.c_str(), 1);
+  }
+  const std::string dump_dir = std::getenv("FLAGS_comm_dump_dir");
+
   std::vector<Rank> ranks(o.nproc_per_node);
   if (!o.log_dir.empty() && !MakeDirs(o.log_dir)) {
     Say("cannot create --log_dir '" + o.log_dir + "': " + std::strerror(errno));
@@ -436,6 +447,18 @@ int RunJob(const LaunchOptions& o) {
     if (r.log_fd >= 0) ::close(r.log_fd);
   }
   if (server) server->Stop();
+
+  for (const auto& r : ranks) {
+    if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == distributed::kWatchdogExitCode) {
+      try {
+        Say("rank " + std::to_string(r.rank) + " was ended by its comm watchdog; the flight "
+            "recorders in " + dump_dir + " say:\n" + tools::AnalyzeFlightRecorderDumps(dump_dir));
+      } catch (const std::exception& e) {
+        Say(std::string("a rank was ended by its comm watchdog; no analysis: ") + e.what());
+      }
+      break;
+    }
+  }
 
   if (first_failed >= 0) {
     const Rank& r = ranks[first_failed];

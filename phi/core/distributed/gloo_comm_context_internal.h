@@ -42,8 +42,11 @@ void GlooCall(const char* what, F&& f,
               bool* gloo_timed_out = nullptr);
 
 // How long a rank that timed out in Gloo waits for the others to report the same failure
-// (GlooMesh::RollCall): an error comes at most this long after the group's timeout.
-constexpr std::chrono::milliseconds kRollCallBudget{1000};
+// (GlooMesh::RollCall): an error comes at most this long (+150 ms) after the group's timeout.
+// The ranks alive time out within milliseconds of each other, and the answer must come before
+// the comm watchdog's next tick past the timeout (FLAGS_comm_watchdog_interval_ms, 500 ms),
+// which would otherwise report the same op with less to say (and abort by default).
+constexpr std::chrono::milliseconds kRollCallBudget{300};
 
 class GlooCommContext : public CommContext {
  public:

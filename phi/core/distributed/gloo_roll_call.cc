@@ -22,7 +22,7 @@ namespace distributed {
 namespace {
 
 // Beyond the budget: time for the store's replies and the check of each key.
-constexpr std::chrono::milliseconds kRollCallSlack{300};
+constexpr std::chrono::milliseconds kRollCallSlack{150};
 constexpr std::chrono::milliseconds kRollCallPoll{20};
 
 std::string JoinRanks(const std::vector<int>& ranks) {

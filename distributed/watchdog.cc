@@ -1,0 +1,327 @@
+#include "distributed/watchdog.h"
+
+#include <glog/logging.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "phi/core/errors.h"
+#include "phi/core/flags.h"
+
+namespace paddle_like {
+namespace distributed {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::atomic<bool> g_dump_requested{false};
+void OnSigusr1(int) { g_dump_requested.store(true); }  // lock-free atomic: signal-safe
+
+int64_t WallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string ProgressKey(int rank) { return "wd/" + std::to_string(rank); }
+// Set by a rank that timed out: every rank of the group dumps its flight recorder, so the
+// dumps can be compared (tools/fr_trace), the ranks that did not time out included.
+const char* kDumpRequestKey = "wd/dump_request";
+
+bool Pending(const FlightRecorder::Entry& e) {
+  TaskStatus s = e.state->status.load();
+  return (s == TaskStatus::kIssued || s == TaskStatus::kStarted) && !e.state->aborted.load();
+}
+
+// Not finished well: still running, or failed (a Gloo op ends itself at the timeout; if
+// nobody waits on it, nobody hears of it but the watchdog).
+bool Stuck(const FlightRecorder::Entry& e) {
+  return Pending(e) || e.state->status.load() == TaskStatus::kFailed;
+}
+
+// One rank's published progress.
+struct Progress {
+  bool present = false;
+  int64_t issued = 0, completed = 0, wall_ms = 0, pending_seq = -1;
+  std::string pending;  // the oldest pending op, "" when none
+};
+
+std::string Encode(int64_t beat, int64_t issued, int64_t completed, const FlightRecorder::Entry* p) {
+  std::ostringstream s;
+  s << beat << " " << issued << " " << completed << " " << WallMs() << " "
+    << (p ? static_cast<int64_t>(p->desc.seq) : -1) << "|"
+    << (p ? p->desc.ToString() + ", " + TaskStatusName(p->state->status.load()) : "");
+  return s.str();
+}
+
+Progress Decode(const std::string& v) {
+  Progress p;
+  size_t bar = v.find('|');
+  std::istringstream s(v.substr(0, bar));
+  int64_t beat = 0;
+  if (!(s >> beat >> p.issued >> p.completed >> p.wall_ms >> p.pending_seq)) return p;
+  p.present = true;
+  if (bar != std::string::npos) p.pending = v.substr(bar + 1);
+  return p;
+}
+
+std::string RankList(const std::vector<int>& ranks) {
+  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s;
+}
+
+bool MakeDir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) return true;
+  LOG(WARNING) << "watchdog: cannot create " << dir << ": " << std::strerror(errno);
+  return false;
+}
+
+}  // namespace
+
+class Watchdog {
+ public:
+  static Watchdog& Get() {
+    static auto* w = new Watchdog();  // leaked: its thread may outlive static destructors
+    return *w;
+  }
+
+  void Add(const std::shared_ptr<WatchTarget>& t) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto w = std::make_shared<Watched>();
+    w->target = t;
+    targets_.push_back(std::move(w));
+    if (!started_) {
+      started_ = true;
+      struct sigaction old {};
+      if (::sigaction(SIGUSR1, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) {
+        ::signal(SIGUSR1, OnSigusr1);
+      }
+      std::thread([this] { Loop(); }).detach();  // lives as long as the process
+    }
+  }
+
+  int DumpAll(const std::string& dir) {
+    if (!MakeDir(dir)) return 0;
+    int files = 0;
+    for (auto& [t, w] : Live()) {
+      std::string path = dir + "/fr_g" + std::to_string(t->gid_) + "_r" +
+                         std::to_string(t->rank_) + ".txt";
+      std::ofstream f(path);
+      f << "# " << t->describe_ << " size=" << t->size_ << "\n" << t->recorder_->DumpRecords();
+      if (f) ++files;
+    }
+    return files;
+  }
+
+ private:
+  struct Watched {
+    std::weak_ptr<WatchTarget> target;
+    std::set<uint64_t> reported;  // seqs already reported
+    int64_t beat = 0;
+    bool dumped_on_request = false;
+  };
+
+  // The groups still alive (and forgets the others).
+  std::vector<std::pair<std::shared_ptr<WatchTarget>, std::shared_ptr<Watched>>> Live() {
+    std::lock_guard<std::mutex> lk(mu_);
+    std::vector<std::pair<std::shared_ptr<WatchTarget>, std::shared_ptr<Watched>>> out;
+    for (auto it = targets_.begin(); it != targets_.end();) {
+      if (auto t = (*it)->target.lock()) {
+        out.emplace_back(std::move(t), *it);
+        ++it;
+      } else {
+        it = targets_.erase(it);
+      }
+    }
+    return out;
+  }
+
+  void Loop() {
+    while (true) {
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(std::max(10, FLAGS_comm_watchdog_interval_ms)));
+      if (g_dump_requested.exchange(false)) {
+        std::string dir = FLAGS_comm_dump_dir.empty()
+                              ? "/tmp/paddle_like_fr_" + std::to_string(::getpid())
+                              : FLAGS_comm_dump_dir;
+        LOG(WARNING) << "watchdog: SIGUSR1: " << DumpAll(dir) << " flight recorder(s) in "
+                     << dir;
+      }
+      for (auto& [t, w] : Live()) Tick(*t, *w);
+    }
+  }
+
+  void Tick(WatchTarget& t, Watched& watched) {
+    Watched* w = &watched;
+    auto entries = t.recorder_->Snapshot();
+    int64_t issued = 0, completed = 0;
+    const FlightRecorder::Entry* oldest = nullptr;
+    for (const auto& e : entries) {
+      issued = std::max<int64_t>(issued, e.desc.seq);
+      if (Stuck(e)) {
+        if (!oldest) oldest = &e;
+      } else if (e.state->status.load() == TaskStatus::kCompleted) {
+        completed = std::max<int64_t>(completed, e.desc.seq);
+      }
+    }
+    try {
+      t.store_->set(ProgressKey(t.rank_), Encode(++w->beat, issued, completed, oldest));
+      if (!FLAGS_comm_dump_dir.empty() && !w->dumped_on_request &&
+          t.store_->check({kDumpRequestKey})) {
+        w->dumped_on_request = true;
+        LOG(WARNING) << "watchdog: " << t.describe_ << ": a rank timed out; "
+                     << DumpAll(FLAGS_comm_dump_dir) << " flight recorder(s) written to "
+                     << FLAGS_comm_dump_dir;
+      }
+    } catch (const std::exception& e) {
+      LOG_FIRST_N(WARNING, 1) << "watchdog: " << t.describe_
+                              << ": cannot publish progress: " << e.what();
+    }
+    if (!oldest) return;
+    auto age = Clock::now() - oldest->state->issued_at;
+    auto limit = t.timeout_ + std::chrono::milliseconds(FLAGS_comm_watchdog_interval_ms);
+    if (age < limit || oldest->state->timeout_reported.load() || oldest->state->aborted.load() ||
+        w->reported.count(oldest->desc.seq)) {
+      return;
+    }
+    w->reported.insert(oldest->desc.seq);
+    oldest->state->timeout_reported.store(true);
+    Act(t, *oldest, Report(t, *oldest));
+  }
+
+  std::string Report(WatchTarget& t, const FlightRecorder::Entry& stuck) {
+    std::ostringstream msg;
+    msg << "Watchdog: " << t.describe_ << ": " << stuck.desc.ToString()
+        << " has not finished well after " << t.timeout_.count()
+        << " ms (the group's timeout), and nobody waited for it.";
+    std::map<std::string, std::vector<int>> at;  // position -> ranks
+    std::vector<int> behind, missing, silent;
+    const int64_t now = WallMs();
+    const int64_t stale_ms = 3 * FLAGS_comm_watchdog_interval_ms + 1000;
+    for (int r = 0; r < t.size_; ++r) {
+      Progress p;
+      try {
+        if (t.store_->check({ProgressKey(r)})) p = Decode(t.store_->get_string(ProgressKey(r)));
+      } catch (const std::exception& e) {
+        msg << " (cannot read rank " << r << "'s progress: " << e.what() << ")";
+      }
+      if (!p.present) {
+        missing.push_back(r);
+        continue;
+      }
+      if (now - p.wall_ms > stale_ms) silent.push_back(r);
+      std::string position =
+          p.pending_seq >= 0
+              ? "at seq " + std::to_string(p.pending_seq) + " (" + p.pending + ")"
+              : "at seq " + std::to_string(p.completed) + " (nothing pending: it has not issued seq " +
+                    std::to_string(p.completed + 1) + ")";
+      at[position].push_back(r);
+      if (p.issued < static_cast<int64_t>(stuck.desc.seq)) behind.push_back(r);
+    }
+    // A rank that never published is behind too, as far as anyone can tell.
+    std::vector<int> all_behind = behind;
+    all_behind.insert(all_behind.end(), missing.begin(), missing.end());
+    std::sort(all_behind.begin(), all_behind.end());
+    msg << "\n  Ranks behind (have not issued seq " << stuck.desc.seq
+        << "): " << (all_behind.empty() ? "none" : RankList(all_behind)) << ".";
+    for (auto& [position, ranks] : at) {
+      msg << "\n  " << RankList(ranks) << (ranks.size() == 1 ? " is " : " are ") << position << ";";
+    }
+    msg << "\n  Never published progress (never joined, or died before): "
+        << (missing.empty() ? "none" : RankList(missing)) << ".";
+    msg << "\n  No heartbeat for more than " << stale_ms << " ms (dead or hung): "
+        << (silent.empty() ? "none" : RankList(silent)) << ".";
+    return msg.str();
+  }
+
+  void Act(WatchTarget& t, const FlightRecorder::Entry& stuck, const std::string& report) {
+    std::string text = report;
+    if (!FLAGS_comm_dump_dir.empty()) {
+      text += "\n  Flight recorders written to " + FLAGS_comm_dump_dir + " (" +
+              std::to_string(DumpAll(FLAGS_comm_dump_dir)) +
+              " file(s) here; every rank of the group is asked to dump too); tools/fr_trace " +
+              FLAGS_comm_dump_dir + " compares them.";
+      try {
+        t.store_->set(kDumpRequestKey, std::to_string(stuck.desc.seq));
+      } catch (const std::exception& e) {
+        text += " (cannot ask the other ranks: " + std::string(e.what()) + ")";
+      }
+    }
+    text += "\n  Last ops of this group:\n" + t.recorder_->Dump();
+    LOG(ERROR) << text;
+    const std::string& action = FLAGS_comm_watchdog_action;
+    if (action == "log") return;
+    if (action == "fail") {
+      std::lock_guard<std::mutex> lk(t.mu_);
+      if (t.fail_) t.fail_(report);
+      for (const auto& e : t.recorder_->Snapshot()) {
+        if (!Stuck(e)) continue;
+        try {
+          PADDLE_THROW(phi::errors::Timeout("%s", report.c_str()));
+        } catch (...) {
+          e.state->SetError(std::current_exception());
+        }
+        e.state->aborted.store(true);
+      }
+      return;
+    }
+    if (!FLAGS_comm_dump_dir.empty()) {
+      // Give the other ranks' watchdogs two ticks to answer the dump request.
+      std::this_thread::sleep_for(std::chrono::milliseconds(2 * FLAGS_comm_watchdog_interval_ms + 200));
+    }
+    std::fprintf(stderr, "%s\nwatchdog: aborting the process (FLAGS_comm_watchdog_action=%s; "
+                 "exit code %d)\n", report.c_str(), action.c_str(), kWatchdogExitCode);
+    std::fflush(stderr);
+    google::FlushLogFiles(google::GLOG_INFO);
+    std::_Exit(kWatchdogExitCode);
+  }
+
+  std::mutex mu_;
+  std::vector<std::shared_ptr<Watched>> targets_;
+  bool started_ = false;
+};
+
+WatchTarget::WatchTarget(std::string describe, int gid, int rank, int size,
+                         std::chrono::milliseconds timeout,
+                         std::shared_ptr<FlightRecorder> recorder,
+                         std::shared_ptr<phi::distributed::Store> store,
+                         std::function<void(const std::string&)> fail)
+    : describe_(std::move(describe)),
+      gid_(gid),
+      rank_(rank),
+      size_(size),
+      timeout_(timeout),
+      recorder_(std::move(recorder)),
+      fail_(std::move(fail)) {
+  std::shared_ptr<phi::distributed::Store> own = store ? store->Clone() : nullptr;
+  store_ = own ? own : std::move(store);
+}
+
+void WatchTarget::Retire() {
+  std::lock_guard<std::mutex> lk(mu_);
+  fail_ = nullptr;
+}
+
+void WatchGroup(const std::shared_ptr<WatchTarget>& target) {
+  if (!FLAGS_comm_watchdog || !target || target->size_ < 2 || !target->store_) return;
+  Watchdog::Get().Add(target);
+}
+
+int DumpFlightRecorders(const std::string& dir) { return Watchdog::Get().DumpAll(dir); }
+
+}  // namespace distributed
+}  // namespace paddle_like
