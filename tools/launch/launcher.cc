@@ -67,7 +67,7 @@ std::string SignalName(int sig) {
       {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
       {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},   {SIGKILL, "SIGKILL"},
       {SIGSEGV, "SIGSEGV"}, {SIGPIPE, "SIGPIPE"}, {SIGTERM, "SIGTERM"}, {SIGUSR1, "SIGUSR1"},
-      {SIGUSR2, "SIGUSR2"}};
+      {SIGUSR2, "SIGUSR2"}, {SIGSTOP, "SIGSTOP"}, {SIGTSTP, "SIGTSTP"}, {SIGCONT, "SIGCONT"}};
   auto it = names.find(sig);
   return it != names.end() ? it->second : "signal " + std::to_string(sig);
 }
@@ -99,13 +99,15 @@ struct Rank {
   bool running = false;
   int status = 0;
   bool died = false;  // --elastic: killed by a signal, the others went on
+  bool stopped = false;  // stopped by a signal (SIGSTOP, SIGTSTP): silent, sockets still open
   int log_fd = -1;
   std::unique_ptr<OutputRelay> out, err;
 
   void Signal(int sig) const {
     if (pid <= 0) return;
-    if (pgroup && ::kill(-pid, sig) == 0) return;
-    if (running) ::kill(pid, sig);
+    if (!(pgroup && ::kill(-pid, sig) == 0) && running) ::kill(pid, sig);
+    // A stopped rank acts on SIGTERM only once it runs again.
+    if (stopped && sig != SIGKILL && sig != SIGCONT) Signal(SIGCONT);
   }
 };
 
@@ -338,8 +340,17 @@ int RunJob(const LaunchOptions& o) {
       Rank& r = ranks[i];
       if (!r.running) continue;
       int st = 0;
-      pid_t w = ::waitpid(r.pid, &st, WNOHANG);
-      if (w == r.pid) {
+      // WUNTRACED/WCONTINUED: a stopped rank keeps its sockets open and its peers only see
+      // silence until their timeout; the launcher, which sees the stop, names it at once.
+      pid_t w = ::waitpid(r.pid, &st, WNOHANG | WUNTRACED | WCONTINUED);
+      if (w == r.pid && (WIFSTOPPED(st) || WIFCONTINUED(st))) {
+        r.stopped = WIFSTOPPED(st);
+        Say("rank " + std::to_string(r.rank) +
+            (r.stopped ? " was stopped by " + SignalName(WSTOPSIG(st)) +
+                             "; its peers will time out waiting for it"
+                       : " was continued"));
+        ++alive;
+      } else if (w == r.pid) {
         r.running = false;
         r.status = st;
         // What it wrote before it ended comes before the launcher's word on it.

@@ -1,6 +1,9 @@
 #include "phi/core/distributed/gloo_comm_context.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -30,6 +33,45 @@ bool IsLocalAddress(const char* addr) {
          std::strcmp(addr, "localhost") == 0 || std::strcmp(addr, "::1") == 0;
 }
 
+// The local IP the kernel would use to reach `host` (a UDP connect sends nothing; it only
+// picks the route). Empty when `host` does not resolve or has no route. Why: the host name
+// often resolves to 127.0.1.1 (Debian's /etc/hosts) or to an address of another interface,
+// and a rank that listens there cannot be reached by the other nodes.
+std::string SourceAddressTowards(const char* host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host, "9", &hints, &res) != 0 || res == nullptr) return "";
+  std::string out;
+  int fd = ::socket(res->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_storage local{};
+  socklen_t len = sizeof(local);
+  char buf[INET6_ADDRSTRLEN] = {0};
+  if (fd >= 0 && ::connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
+    const void* a =
+        local.ss_family == AF_INET6
+            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)
+            : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr);
+    if (inet_ntop(local.ss_family, a, buf, sizeof(buf)) != nullptr) out = buf;
+  }
+  if (fd >= 0) ::close(fd);
+  freeaddrinfo(res);
+  return out;
+}
+
+// The store's host from either env convention: MASTER_ADDR, else the host of PADDLE_MASTER
+// ("host:port" or "[v6]:port"). Empty when neither is set.
+std::string MasterHost() {
+  const char* addr = std::getenv("MASTER_ADDR");
+  if (addr != nullptr && *addr) return addr;
+  const char* master = std::getenv("PADDLE_MASTER");
+  if (master == nullptr || *master == '\0') return "";
+  std::string m = master;
+  if (m.front() == '[') return m.substr(1, m.find(']') - 1);
+  return m.substr(0, m.rfind(':'));
+}
+
 ::gloo::transport::tcp::attr DeviceAttr(const GlooOptions& o) {
   GlooEndpoint e = ResolveGlooEndpoint(o);
   ::gloo::transport::tcp::attr attr;
@@ -54,6 +96,22 @@ void IgnoreSigpipeOnce() {
   });
 }
 
+// Gloo's all-reduce algorithm: PADDLE_GLOO_ALLREDUCE_ALGO=ring (the default: bandwidth-
+// optimal, 2(n-1) steps) or halving_doubling (Gloo's "bcube" with base 2: 2 log2(n) steps,
+// fewer latency-bound steps for small messages on many ranks). Every rank must choose the
+// same one. Read once per communicator so that a benchmark can compare them.
+::gloo::AllreduceOptions::Algorithm AllReduceAlgorithmFromEnv() {
+  const char* v = std::getenv("PADDLE_GLOO_ALLREDUCE_ALGO");
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "ring") == 0) {
+    return ::gloo::AllreduceOptions::Algorithm::RING;
+  }
+  PADDLE_ENFORCE(std::strcmp(v, "halving_doubling") == 0,
+                 errors::InvalidArgument("PADDLE_GLOO_ALLREDUCE_ALGO='%s': expected 'ring' or "
+                                         "'halving_doubling'",
+                                         v));
+  return ::gloo::AllreduceOptions::Algorithm::BCUBE;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ GlooCommContext
@@ -63,7 +121,8 @@ GlooCommContext::GlooCommContext(std::unique_ptr<GlooMesh> mesh,
       mesh_(std::move(mesh)),
       ctx_(mesh_->context()),
       timeout_(timeout),
-      describe_(std::move(describe)) {}
+      describe_(std::move(describe)),
+      allreduce_algorithm_(AllReduceAlgorithmFromEnv()) {}
 
 void GlooCommContext::MarkBroken(const std::string& why) {
   std::lock_guard<std::mutex> lk(broken_mu_);
@@ -209,6 +268,7 @@ void GlooCommContext::RunAllReduce(const void* send, void* recv, int64_t count, 
       opts.setOutput(static_cast<T*>(recv), p.count);
       opts.setReduceFunction(GetCpuReduceFn(p.dtype, red.op));
       opts.setTimeout(timeout_);
+      opts.setAlgorithm(allreduce_algorithm_);
       ::gloo::allreduce(opts);
     });
   });
@@ -266,12 +326,15 @@ GlooEndpoint ResolveGlooEndpoint(const GlooOptions& o) {
     e.hostname = o.hostname;
   } else if (ifname != nullptr && *ifname) {
     e.iface = ifname;
-  } else if (IsLocalAddress(std::getenv("MASTER_ADDR"))) {
+  } else if (IsLocalAddress(MasterHost().c_str())) {
     e.hostname = "127.0.0.1";
   } else {
-    char host[256] = {0};
-    gethostname(host, sizeof(host) - 1);
-    e.hostname = host;
+    e.hostname = SourceAddressTowards(MasterHost().c_str());
+    if (e.hostname.empty()) {  // no route known: the host name, as Gloo does by default
+      char host[256] = {0};
+      gethostname(host, sizeof(host) - 1);
+      e.hostname = host;
+    }
   }
   return e;
 }
@@ -285,11 +348,15 @@ std::unique_ptr<CommContext> CreateGlooCommContext(const std::shared_ptr<Store>&
                          std::to_string(rank) + "/" + std::to_string(size) + ")";
   std::shared_ptr<::gloo::transport::Device> device;
   GlooCall("device creation", [&] { device = ::gloo::transport::tcp::CreateDevice(attr); });
+  const std::string listening = device->str();  // before the mesh takes the device
   // Pairs connect on first use (gloo_mesh_internal.h): creating the group waits for no one.
   auto mesh = std::make_unique<GlooMesh>(
       std::make_shared<PrefixStore>("gloo/" + std::to_string(gid), store), rank, size,
       std::move(device), options.timeout, describe);
-  VLOG(1) << describe << " created on " << (attr.iface.empty() ? attr.hostname : attr.iface);
+  // Where this rank listens, as Gloo bound it (GLOG_v=1, or GLOG_vmodule=gloo_comm_context=1):
+  // the multi-node tests assert with it that nothing listens on loopback.
+  VLOG(1) << describe << " listens on " << listening << " (chosen by "
+          << (attr.iface.empty() ? "address " + attr.hostname : "interface " + attr.iface) << ")";
   return std::make_unique<GlooCommContext>(std::move(mesh), options.timeout,
                                            std::move(describe));
 }

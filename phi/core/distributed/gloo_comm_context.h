@@ -14,7 +14,9 @@ namespace distributed {
 
 struct GlooOptions {
   // Address Gloo listens on. Empty: GLOO_SOCKET_IFNAME / PADDLE_GLOO_IFNAME (an interface
-  // name) if set, else 127.0.0.1 when MASTER_ADDR is local or unset, else this host's name.
+  // name) if set, else 127.0.0.1 when the store's host (MASTER_ADDR, else PADDLE_MASTER's
+  // host) is local or unset, else the local address of the route to the store's host (the
+  // interface that reaches the store reaches the peers), else this host's name.
   std::string hostname;
   std::string iface;
   std::chrono::milliseconds timeout = std::chrono::minutes(30);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <gloo/allreduce.h>
 #include <gloo/common/error.h>
 #include <gloo/transport/unbound_buffer.h>
 
@@ -33,10 +34,19 @@ constexpr uint64_t kReduceScatterSlot = uint64_t{0x7d} << 56;
 // IoException (the network: Timeout or Unavailable), EnforceNotMet and other Exceptions
 // (External). Gloo has no type for a timeout: an IoException is a Timeout when the call
 // ran for its whole `timeout` (our own clock decides), and, as a documented fallback for
-// Gloo's internal deadlines, when its text says "Timed out".
+// Gloo's internal deadlines, when its text says "Timed out". `gloo_timed_out`, when given,
+// is set when Gloo itself timed out (not a phi error raised inside `f`).
 template <typename F>
 void GlooCall(const char* what, F&& f,
-              std::chrono::milliseconds timeout = std::chrono::milliseconds::zero());
+              std::chrono::milliseconds timeout = std::chrono::milliseconds::zero(),
+              bool* gloo_timed_out = nullptr);
+
+// How long a rank that timed out in Gloo waits for the others to report the same failure
+// (GlooMesh::RollCall): an error comes at most this long (+150 ms) after the group's timeout.
+// The ranks alive time out within milliseconds of each other, and the answer must come before
+// the comm watchdog's next tick past the timeout (FLAGS_comm_watchdog_interval_ms, 500 ms),
+// which would otherwise report the same op with less to say (and abort by default).
+constexpr std::chrono::milliseconds kRollCallBudget{300};
 
 class GlooCommContext : public CommContext {
  public:
@@ -136,6 +146,8 @@ class GlooCommContext : public CommContext {
   std::shared_ptr<::gloo::Context> ctx_;
   std::chrono::milliseconds timeout_;
   std::string describe_;
+  // PADDLE_GLOO_ALLREDUCE_ALGO, read at creation (see AllReduceAlgorithmFromEnv).
+  ::gloo::AllreduceOptions::Algorithm allreduce_algorithm_;
   mutable std::mutex broken_mu_;
   std::string broken_;  // the first failure's message; empty while usable
   // Group state; only the comm stream's thread touches it.
@@ -149,7 +161,8 @@ class GlooCommContext : public CommContext {
 
 // ------------------------------------------------------------------ inline templates
 template <typename F>
-void GlooCall(const char* what, F&& f, std::chrono::milliseconds timeout) {
+void GlooCall(const char* what, F&& f, std::chrono::milliseconds timeout,
+              bool* gloo_timed_out) {
   const auto start = std::chrono::steady_clock::now();
   try {
     f();
@@ -158,6 +171,7 @@ void GlooCall(const char* what, F&& f, std::chrono::milliseconds timeout) {
     const bool ran_out = timeout > std::chrono::milliseconds::zero() &&
                          std::chrono::steady_clock::now() - start >= timeout;
     if (ran_out || msg.find("imed out") != std::string::npos) {
+      if (gloo_timed_out != nullptr) *gloo_timed_out = true;
       PADDLE_THROW(errors::Timeout("Gloo %s timed out: %s", what, msg.c_str()));
     }
     PADDLE_THROW(errors::Unavailable(
@@ -172,13 +186,17 @@ void GlooCall(const char* what, F&& f, std::chrono::milliseconds timeout) {
 template <typename F>
 void GlooCommContext::Call(const char* what, F&& f) {
   ThrowIfBroken();
+  bool gloo_timed_out = false;
   try {
-    GlooCall(what, std::forward<F>(f), timeout_);
+    GlooCall(what, std::forward<F>(f), timeout_, &gloo_timed_out);
   } catch (const EnforceNotMet& e) {
     std::string msg = e.what();
     if (e.code() == ErrorCode::kUnavailable) msg += mesh_->NamePeersIn(msg);
+    // A silent peer (partition, SIGSTOP) closes nothing: ask the store who is still there.
+    if (gloo_timed_out) msg += mesh_->RollCall(kRollCallBudget);
     MarkBroken(msg);
     if (e.code() == ErrorCode::kUnavailable) throw UnavailableError(msg);
+    if (gloo_timed_out) throw TimeoutError(msg);
     throw;
   }
 }

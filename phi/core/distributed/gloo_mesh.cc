@@ -58,9 +58,21 @@ bool FindEntry(const std::vector<uint8_t>& value, int32_t want, std::vector<char
 // Pairs connect on comm-stream and lane threads while the program may block on the same
 // store (its own waits, another group's creation): the mesh talks to the store over a
 // connection of its own where the store has connections.
-std::shared_ptr<Store> OwnConnection(std::shared_ptr<Store> store) {
+std::shared_ptr<Store> OwnConnection(const std::shared_ptr<Store>& store) {
   std::shared_ptr<Store> own = store->Clone();
   return own ? own : store;
+}
+
+// "10.77.0.2" from "10.77.0.2:41235$7" / "[fe80::1]:41235": the host part of a Gloo address
+// (Gloo appends "$<sequence number>" to a pair's address).
+std::string HostOf(std::string address) {
+  address = address.substr(0, address.find('$'));
+  size_t colon = address.rfind(':');
+  std::string host = colon == std::string::npos ? address : address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return host;
 }
 
 }  // namespace
@@ -68,7 +80,8 @@ std::shared_ptr<Store> OwnConnection(std::shared_ptr<Store> store) {
 GlooMesh::GlooMesh(std::shared_ptr<Store> store, int rank, int size,
                    std::shared_ptr<::gloo::transport::Device> device,
                    std::chrono::milliseconds timeout, std::string describe)
-    : store_(OwnConnection(std::move(store))),
+    : store_(OwnConnection(store)),
+      own_store_(store_ != store),
       rank_(rank),
       size_(size),
       timeout_(timeout),
@@ -83,6 +96,7 @@ GlooMesh::GlooMesh(std::shared_ptr<Store> store, int rank, int size,
     if (r == rank) continue;
     auto& pair = transport_->createPair(r);
     AppendEntry(&mine, r, pair->address().bytes());
+    if (my_host_.empty()) my_host_ = HostOf(pair->address().str());
   }
   store_->set(AddrKey(rank), mine);
   context_ = std::make_shared<UnconnectedContext>(rank, size, device_, transport_, timeout);
@@ -169,6 +183,9 @@ void GlooMesh::ConnectLocked(int peer) {
   {
     std::lock_guard<std::mutex> lk(names_mu_);
     peer_by_address_[::gloo::transport::tcp::Address(bytes).str()] = peer;
+    if (HostOf(::gloo::transport::tcp::Address(bytes).str()) != my_host_) {
+      remote_peers_.push_back(peer);
+    }
   }
   connected_[static_cast<size_t>(peer)] = 1;
   VLOG(2) << describe_ << ": connected to rank " << peer;

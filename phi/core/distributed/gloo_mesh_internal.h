@@ -53,6 +53,15 @@ class GlooMesh {
   // " [the peer at ADDR is rank R: ...]" for each known peer address in `msg`.
   std::string NamePeersIn(const std::string& msg) const;
 
+  // After a timeout: which ranks are silent? A partition or a stopped rank sends no FIN and
+  // no RST, so Gloo's timeout names nobody. Every rank that fails posts "fail/<rank>" in the
+  // store and waits up to `budget` for the others' posts; the ranks that never post are the
+  // lost ones (stopped, hung, or cut off). When the store itself is unreachable, this rank
+  // is on the cut-off side and names the ranks on other hosts. The first call does the work
+  // (the communicator is broken after it); later calls return the same text. Defined in
+  // gloo_roll_call.cc.
+  std::string RollCall(std::chrono::milliseconds budget);
+
  private:
   std::string AddrKey(int rank) const;
   // store_->wait within the timeout, in slices (see the .cc).
@@ -60,6 +69,7 @@ class GlooMesh {
   void ConnectLocked(int peer);  // holds peer_mu_[peer]
 
   std::shared_ptr<Store> store_;
+  bool own_store_;  // store_ is the mesh's own connection (the store can be cloned)
   int rank_, size_;
   std::chrono::milliseconds timeout_;
   std::string describe_;
@@ -71,6 +81,11 @@ class GlooMesh {
   std::atomic<bool> all_connected_{false};
   mutable std::mutex names_mu_;
   std::map<std::string, int> peer_by_address_;  // a peer's listening address -> its rank
+  std::vector<int> remote_peers_;               // connected peers on other hosts
+  std::string my_host_;                         // this rank's listening IP (without the port)
+  std::mutex roll_mu_;
+  bool rolled_ = false;
+  std::string roll_result_;
 };
 
 }  // namespace distributed
