@@ -120,6 +120,7 @@ std::unique_ptr<Reducer> DataParallel::MakeReducer() {
 }
 
 void DataParallel::run_step(const std::function<void()>& step) {
+  CheckUsable();
   while (true) {
     try {
       step();
@@ -133,11 +134,17 @@ void DataParallel::run_step(const std::function<void()>& step) {
 }
 
 void DataParallel::RecoverFromDeath(std::exception_ptr failure) {
-  // The failed step's partial gradients go; so does the Reducer and its hooks.
+  // The failed step's partial gradients go; so does the Reducer and its hooks. Until a new
+  // group is agreed this object is unusable (its group's communicators are gone).
   reducer_.reset();
   module_->clear_gradients(/*set_to_zero=*/false);
+  unusable_ = "a step failed and the elastic recovery did not complete";
   dist::ShrinkResult shrunk = dist::agree_and_shrink(group_, options_.elastic_options);
-  if (!shrunk.group) std::rethrow_exception(failure);  // nobody died: not ours to handle
+  if (!shrunk.group) {  // nobody died: not ours to handle
+    unusable_ = "a step failed on every rank (nobody died) and its group was torn down";
+    std::rethrow_exception(failure);
+  }
+  unusable_.clear();
   group_ = shrunk.group;
   reducer_ = MakeReducer();
   ElasticEvent event{shrunk.lost, steps_, group_->size(), shrunk.seconds};
@@ -155,7 +162,15 @@ void DataParallel::on_rank_lost(std::function<void(const ElasticEvent&)> callbac
 
 DataParallel::~DataParallel() = default;
 
+void DataParallel::CheckUsable() const {
+  PADDLE_ENFORCE(unusable_.empty(),
+                 phi::errors::PreconditionNotMet(
+                     "DataParallel (elastic) is unusable: %s. Make a new DataParallel.",
+                     unusable_.c_str()));
+}
+
 Tensor DataParallel::forward(const Tensor& input) {
+  CheckUsable();
   if (options_.broadcast_buffers) {
     std::vector<Tensor> buffers = module_->buffers();
     if (!buffers.empty()) {
@@ -177,6 +192,7 @@ Tensor DataParallel::forward(const Tensor& input) {
 }
 
 void DataParallel::register_comm_hook(std::any state, CommHook hook) {
+  CheckUsable();
   reducer_->RegisterCommHook(state, hook);
   hook_state_ = std::move(state);  // kept for the Reducer of a shrunk group
   hook_ = std::move(hook);

@@ -97,7 +97,11 @@ class DataParallel : public nn::Module {
   int world_size() const { return group_->size(); }
 
   const dist::GroupPtr& group() const { return group_; }
-  const Reducer& reducer() const { return *reducer_; }
+  // Raises PreconditionNotMet when an elastic recovery left no usable Reducer.
+  const Reducer& reducer() const {
+    CheckUsable();
+    return *reducer_;
+  }
 
  private:
   std::shared_ptr<nn::Module> module_;
@@ -110,7 +114,10 @@ class DataParallel : public nn::Module {
   std::any hook_state_;
   CommHook hook_;
 
+  std::string unusable_;  // why this object can no longer train ("" while it can)
+
   std::unique_ptr<Reducer> MakeReducer();
+  void CheckUsable() const;
   void RecoverFromDeath(std::exception_ptr failure);
 };
 

@@ -135,6 +135,32 @@ TEST(ElasticDataParallel, ASlowButLiveRankIsWaitedForNotSplitOff) {
   RunScenario(sc);
 }
 
+TEST(ElasticDataParallel, AFailureWithoutADeathIsRaisedOnEveryRankNotHidden) {
+  RunRanks(2, [](const RankContext& ctx) {
+    InitGloo(std::chrono::seconds(5));
+    DataParallelOptions o;
+    o.elastic = true;
+    o.elastic_options.heartbeat_interval = std::chrono::milliseconds(100);
+    o.elastic_options.heartbeat_deadline = kDeadline;
+    auto net = MakeMlp(5);
+    DataParallel dp(net, o);
+    Tensor x = Data(kGlobalBatch, 8, 1), y = Data(kGlobalBatch, 4, 2);
+    try {
+      dp.run_step([&] {
+        // A bug on rank 1 only: rank 0 is left in the step's all-reduce.
+        if (ctx.rank == 1) PADDLE_THROW(phi::errors::InvalidArgument("a bug on rank 1"));
+        F::mse_loss(dp(x), y).backward();
+      });
+      ADD_FAILURE() << "the failed step must raise";
+    } catch (const phi::EnforceNotMet& e) {
+      if (ctx.rank == 1) {
+        EXPECT_NE(std::string(e.what()).find("a bug on rank 1"), std::string::npos) << e.what();
+      }
+    }
+    EXPECT_THROW(dp(x), phi::EnforceNotMet);  // unusable, said so: no crash
+  });
+}
+
 }  // namespace
 }  // namespace testing
 }  // namespace paddle_like
