@@ -176,6 +176,10 @@ class Watchdog {
   }
 
   void Tick(WatchTarget& t, Watched& watched) {
+    {
+      std::lock_guard<std::mutex> lk(t.mu_);
+      if (t.retired_) return;  // being destroyed: not a hang to report
+    }
     Watched* w = &watched;
     auto entries = t.recorder_->Snapshot();
     int64_t issued = 0, completed = 0;
@@ -259,6 +263,10 @@ class Watchdog {
   }
 
   void Act(WatchTarget& t, const FlightRecorder::Entry& stuck, const std::string& report) {
+    // Held throughout: the group cannot be retired (destroyed) while we act on it, and one
+    // retired since the tick began is left alone.
+    std::lock_guard<std::mutex> retire_guard(t.mu_);
+    if (t.retired_) return;
     std::string text = report;
     if (!FLAGS_comm_dump_dir.empty()) {
       text += "\n  Flight recorders written to " + FLAGS_comm_dump_dir + " (" +
@@ -276,7 +284,6 @@ class Watchdog {
     const std::string& action = FLAGS_comm_watchdog_action;
     if (action == "log") return;
     if (action == "fail") {
-      std::lock_guard<std::mutex> lk(t.mu_);
       if (t.fail_) t.fail_(report);
       for (const auto& e : t.recorder_->Snapshot()) {
         if (!Stuck(e)) continue;
@@ -326,6 +333,7 @@ WatchTarget::WatchTarget(std::string describe, int gid, int rank, int size,
 void WatchTarget::Retire() {
   std::lock_guard<std::mutex> lk(mu_);
   fail_ = nullptr;
+  retired_ = true;
 }
 
 void WatchGroup(const std::shared_ptr<WatchTarget>& target) {

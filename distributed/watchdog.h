@@ -30,7 +30,9 @@ namespace distributed {
 constexpr int kWatchdogExitCode = 70;  // EX_SOFTWARE: "abort" after a timeout report
 
 // What the watchdog needs of a group. The group owns it and calls Retire() first thing in
-// its destructor; the watchdog then forgets it and never calls `fail` again.
+// its destructor: from then on the watchdog neither reports nor acts on the group (its
+// destruction is the program dealing with whatever is still in flight) and never calls
+// `fail` again.
 class WatchTarget {
  public:
   WatchTarget(std::string describe, int gid, int rank, int size,
@@ -47,8 +49,9 @@ class WatchTarget {
   std::chrono::milliseconds timeout_;
   std::shared_ptr<FlightRecorder> recorder_;
   std::shared_ptr<phi::distributed::Store> store_;  // its own connection when it can
-  std::mutex mu_;  // guards fail_ against Retire
+  std::mutex mu_;  // guards fail_ and retired_; held while the watchdog acts on the group
   std::function<void(const std::string&)> fail_;
+  bool retired_ = false;
 };
 
 // Registers `target` with the process's watchdog (started on first use; a no-op when
