@@ -71,11 +71,13 @@ ProcessGroupWithStream::ProcessGroupWithStream(std::shared_ptr<phi::distributed:
 }
 
 ProcessGroupWithStream::~ProcessGroupWithStream() {
-  watch_->Retire();  // before anything it could call goes away
-  ShutdownStreams();
+  ShutdownStreams();  // retires the watch first (a backend's destructor got there earlier)
 }
 
 void ProcessGroupWithStream::ShutdownStreams() {
+  // The group is going away (a backend's destructor calls this first): what is still in
+  // flight is the destructor's to deal with, not a hang for the watchdog to act on.
+  watch_->Retire();
   std::map<phi::Place, std::unique_ptr<phi::DeviceContext>> doomed;
   std::map<std::tuple<int, int, int>, std::unique_ptr<phi::Stream>> lanes;
   {
