@@ -83,6 +83,7 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names,
                        "DataParallel: parameter '%s' is on %s; this Reducer runs on CPU "
                        "tensors.",
                        names_[i].c_str(), params_[i].value().place().DebugString().c_str()));
+    index_of_[params_[i].impl().get()] = i;
     hook_ids_.push_back(params_[i].register_post_accumulate_grad_hook(
         [this, i](Tensor&) { OnGradReady(i); }));
   }
@@ -170,11 +171,9 @@ void Reducer::PrepareForBackward(const Tensor& output) {
   pass_ = Pass::kSync;
   had_pass_ = false;
   if (options_.find_unused_parameters) {
-    std::unordered_map<const TensorImpl*, size_t> index;
-    for (size_t i = 0; i < params_.size(); ++i) index[params_[i].impl().get()] = i;
     for (const TensorImpl* leaf : autograd::ReachableLeaves(output)) {
-      auto it = index.find(leaf);
-      if (it != index.end()) used_[it->second] = 1;
+      auto it = index_of_.find(leaf);
+      if (it != index_of_.end()) used_[it->second] = 1;
     }
   }
 }

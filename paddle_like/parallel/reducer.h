@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "paddle_like/dist/distributed.h"
@@ -74,6 +75,8 @@ class Reducer {
 
   std::vector<Tensor> params_;
   std::vector<std::string> names_;
+  // Parameter index by tensor, for find_unused_parameters' graph walk (built once).
+  std::unordered_map<const TensorImpl*, size_t> index_of_;
   dist::GroupPtr group_;
   ReducerOptions options_;
   std::vector<int> hook_ids_;
