@@ -138,26 +138,61 @@ void EvaluateRecords(const std::vector<AgreementRecord>& recs, int my_rank,
 }
 
 constexpr size_t kRecordBytes = sizeof(AgreementRecord::v);
+
+// Every rank's record, and after it the payload a fused all-reduce sends along.
+struct Gathered {
+  const char* base = nullptr;  // rank r's record at base + r * stride, its payload after it
+  size_t stride = 0;
+  std::vector<AgreementRecord> recs;
+  std::vector<char> fixed;  // the fixed-size exchange's output
+};
+
+// One exchange. Through the communicator's variable all-gather where it has one (exactly the
+// bytes each rank has), else in fixed-size slots of record + kFusedPayloadBytes for every
+// check, fused or not, so that two ranks running different ops still exchange equal sizes.
+Gathered Exchange(phi::distributed::CommContext* comm, phi::Stream* stream,
+                  const AgreementRecord& mine, const void* payload, size_t payload_bytes) {
+  const int size = comm->GetSize();
+  const bool variable = kRecordBytes + payload_bytes <= comm->VariableGatherCapacity();
+  const size_t slot = variable ? kRecordBytes + payload_bytes : kRecordBytes + kFusedPayloadBytes;
+  PADDLE_ENFORCE(kRecordBytes + payload_bytes <= slot,
+                 phi::errors::PreconditionNotMet("a fused payload of %zu bytes does not fit",
+                                                   payload_bytes));
+  std::vector<char> send(slot, 0);
+  std::memcpy(send.data(), mine.v.data(), kRecordBytes);
+  if (payload_bytes > 0) std::memcpy(send.data() + kRecordBytes, payload, payload_bytes);
+  Gathered g;
+  std::vector<size_t> lengths;
+  if (variable) {
+    g.base = comm->VariableAllGather(send.data(), slot, &g.stride, &lengths, stream);
+  } else {
+    g.fixed.resize(slot * static_cast<size_t>(size));
+    comm->AllGather(send.data(), g.fixed.data(), static_cast<int64_t>(slot),
+                    phi::DataType::UINT8, stream);
+    g.base = g.fixed.data();
+    g.stride = slot;
+    lengths.assign(static_cast<size_t>(size), slot);
+  }
+  g.recs.resize(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) {  // a block shorter than a record reads as unreadable
+    std::memcpy(g.recs[r].v.data(), g.base + static_cast<size_t>(r) * g.stride,
+                std::min(kRecordBytes, lengths[static_cast<size_t>(r)]));
+  }
+  return g;
+}
 }  // namespace
 
 void CheckAgreement(phi::distributed::CommContext* comm, phi::Stream* stream,
                     const AgreementRecord& mine, const std::string& group, int gid,
                     phi::distributed::Store* store) {
-  const int size = comm->GetSize();
-  if (size == 1 && !mine.v[kFailed]) return;
-  const size_t n = mine.v.size();
-  std::vector<int64_t> all(n * static_cast<size_t>(size));
-  comm->AllGather(mine.v.data(), all.data(), static_cast<int64_t>(n), phi::DataType::INT64,
-                  stream);
-  std::vector<AgreementRecord> recs(static_cast<size_t>(size));
-  for (int r = 0; r < size; ++r) {
-    std::copy(all.begin() + r * n, all.begin() + (r + 1) * n, recs[r].v.begin());
-  }
-  EvaluateRecords(recs, comm->GetRank(), group, gid, store);
+  if (comm->GetSize() == 1 && !mine.v[kFailed]) return;
+  Gathered g = Exchange(comm, stream, mine, nullptr, 0);
+  EvaluateRecords(g.recs, comm->GetRank(), group, gid, store);
 }
 
 bool FitsFusedAllReduce(int64_t count, phi::DataType dtype) {
-  return count >= 0 && static_cast<uint64_t>(count) * phi::SizeOf(dtype) <= kFusedPayloadBytes;
+  return count >= 0 &&
+         static_cast<uint64_t>(count) * phi::SizeOf(dtype) <= kMaxFusedAllReduceBytes;
 }
 
 void FusedSmallAllReduce(phi::distributed::CommContext* comm, phi::Stream* stream,
@@ -166,31 +201,23 @@ void FusedSmallAllReduce(phi::distributed::CommContext* comm, phi::Stream* strea
                          const phi::distributed::Reduction& red, const std::string& group,
                          int gid, phi::distributed::Store* store) {
   using namespace phi::distributed;  // NOLINT: the host reduction kernels
-  const int size = comm->GetSize();
   CpuReduceInput in = PrepareCpuReduce(send, count, dtype, red);
   const size_t bytes = static_cast<size_t>(in.count) * phi::SizeOf(in.dtype);
-  // One slot per rank: the record, then the payload; fixed size, so it never mismatches.
-  const size_t slot = kRecordBytes + kFusedPayloadBytes;
-  std::vector<char> mine_slot(slot, 0), all(slot * static_cast<size_t>(size));
-  std::memcpy(mine_slot.data(), mine.v.data(), kRecordBytes);
-  if (bytes > 0) std::memcpy(mine_slot.data() + kRecordBytes, in.data, bytes);
-  comm->AllGather(mine_slot.data(), all.data(), static_cast<int64_t>(slot),
-                  phi::DataType::UINT8, stream);
-  std::vector<AgreementRecord> recs(static_cast<size_t>(size));
-  for (int r = 0; r < size; ++r) {
-    std::memcpy(recs[r].v.data(), all.data() + r * slot, kRecordBytes);
+  const bool fits = kRecordBytes + bytes <= comm->VariableGatherCapacity() ||
+                    bytes <= kFusedPayloadBytes;
+  if (!fits) {  // the communicator's exchange is smaller: check, then the engine's all-reduce
+    CheckAgreement(comm, stream, mine, group, gid, store);
+    comm->AllReduce(send, recv, count, dtype, red, stream);
+    return;
   }
-  EvaluateRecords(recs, comm->GetRank(), group, gid, store);
+  const int size = comm->GetSize();
+  Gathered g = Exchange(comm, stream, mine, in.data, bytes);
+  EvaluateRecords(g.recs, comm->GetRank(), group, gid, store);
   if (bytes == 0) return;
   // Every rank reduces the same payloads in rank order: the same bits everywhere.
-  std::vector<char> acc(all.begin() + kRecordBytes, all.begin() + kRecordBytes + bytes);
-  CpuReduceFn reduce = GetCpuReduceFn(in.dtype, red.op);
-  for (int r = 1; r < size; ++r) {
-    reduce(acc.data(), acc.data(), all.data() + r * slot + kRecordBytes,
-           static_cast<size_t>(in.count));
-  }
-  if (red.op == ReduceOp::AVG) CpuDivide(in.dtype, acc.data(), in.count, size);
-  std::memcpy(recv, acc.data(), bytes);
+  CpuReduceInRankOrder(GetCpuReduceFn(in.dtype, red.op), g.base + kRecordBytes, g.stride, size,
+                       in.count, recv);
+  if (red.op == ReduceOp::AVG) CpuDivide(in.dtype, recv, in.count, size);
 }
 
 }  // namespace distributed

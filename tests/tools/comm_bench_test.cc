@@ -48,13 +48,20 @@ TEST(CommBench, EveryCollectiveOnTwoRanksIsCorrectAndJsonParses) {
     ASSERT_EQ(oop.kind, Json::kObject) << row["op"].str;
     EXPECT_EQ(oop["wrong"].num, 0) << row["op"].str << " " << row["size_bytes"].num;
     EXPECT_GT(oop["time_us"].num, 0);
+    EXPECT_GT(oop["median_us"].num, 0);
+    EXPECT_GE(oop["p90_us"].num, oop["median_us"].num) << row["op"].str;
     const Json& ip = row["in_place"];
     if (ip.kind == Json::kObject) {
       EXPECT_EQ(ip["wrong"].num, 0) << row["op"].str;
     }
     if (row["op"].str == "allreduce") {
-      EXPECT_GT(oop["raw_time_us"].num, 0) << "--baseline times the raw engine";
-      EXPECT_TRUE(oop.has("ratio_ours_to_raw"));
+      // --baseline times every raw Gloo algorithm and names the best.
+      ASSERT_EQ(oop["raw"].arr.size(), 5u) << row["size_bytes"].num;
+      for (const Json& raw : oop["raw"].arr) {
+        EXPECT_GT(raw["median_us"].num, 0) << raw["name"].str;
+      }
+      EXPECT_FALSE(oop["best_raw"].str.empty());
+      EXPECT_GT(oop["ratio_median_to_best_raw"].num, 0);
     }
     if (row["op"].str == "broadcast" || row["op"].str == "gather") {
       EXPECT_EQ(row["root"].num, 1);
@@ -65,6 +72,34 @@ TEST(CommBench, EveryCollectiveOnTwoRanksIsCorrectAndJsonParses) {
   EXPECT_EQ(doc["coalesce"]["wrong"].num, 0);
   std::string csv_text = ReadFile(csv);
   EXPECT_EQ(csv_text.rfind("op,size_bytes,count,type,redop,root", 0), 0u) << csv_text;
+}
+
+// The separate-process baseline: no process group in these processes, only the raw
+// algorithms, with their medians and p90s.
+TEST(CommBench, RawOnlyTimesEveryGlooAlgorithmWithoutAGroup) {
+  REQUIRE_TOOLS();
+  TempDir dir;
+  const std::string json = dir.path() + "/raw.json";
+  auto r = RunProc({kLaunch, "--quiet", "--nproc_per_node", "3", "--", kBench, "--raw_only",
+                    "-b", "8", "-e", "64K", "-f", "64", "-n", "5", "-w", "1", "--rounds", "2",
+                    "--json", json},
+                   std::chrono::seconds(60));
+  ASSERT_EQ(r.exit_code(), 0) << r.output;
+  EXPECT_NE(r.output.find("raw out-of-place, median/p90"), std::string::npos) << r.output;
+  Json doc = ParseJson(ReadFile(json));
+  ASSERT_EQ(doc["results"].arr.size(), 3u);  // 8 B, 512 B, 32 KiB
+  for (const Json& row : doc["results"].arr) {
+    const Json& oop = row["out_of_place"];
+    EXPECT_EQ(oop["time_us"].kind, Json::kNull) << "no group: nothing of ours is timed";
+    std::set<std::string> names;
+    for (const Json& raw : oop["raw"].arr) {
+      names.insert(raw["name"].str);
+      EXPECT_GT(raw["median_us"].num, 0) << raw["name"].str;
+      EXPECT_GE(raw["p90_us"].num, raw["median_us"].num) << raw["name"].str;
+    }
+    EXPECT_EQ(names, (std::set<std::string>{"ring", "ring_chunked", "halving_doubling", "bcube",
+                                            "gloo::allreduce"}));
+  }
 }
 
 TEST(CommBench, DtypesAndReduceOpsAreVerified) {

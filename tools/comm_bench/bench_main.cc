@@ -53,7 +53,8 @@ int Main(int argc, char** argv) {
 
   std::shared_ptr<distributed::ProcessGroup> pg;
   phi::Place place = phi::CPUPlace();
-  std::unique_ptr<RawAllReduce> raw;
+  std::unique_ptr<RawGlooContext> raw_gloo;
+  std::vector<std::unique_ptr<RawAllReduce>> raws;
   Report rep;
   if (o.backend == "nccl") {
 #ifdef PADDLE_WITH_NCCL
@@ -62,41 +63,55 @@ int Main(int argc, char** argv) {
     place = nccl->place();
     pg = nccl;
     if (o.baseline) {
-      raw = MakeRawNccl(job.store, job.rank, job.world, place.GetDeviceId(), o.dtype, o.redop);
+      raws.push_back(
+          MakeRawNccl(job.store, job.rank, job.world, place.GetDeviceId(), o.dtype, o.redop));
     }
 #else
     std::fprintf(stderr, "comm_bench: --backend nccl needs a build with CUDA and NCCL\n");
     return 2;
 #endif
   } else {
-    pg = distributed::ProcessGroupGloo::CreateProcessGroupGloo(job.store, job.rank, job.world, 0,
-                                                               timeout);
-    if (o.baseline) {
-      raw = MakeRawGloo(job.store, job.rank, job.world, o.dtype, o.redop, o.timeout_s,
-                        o.baseline_reuse);
+    if (!o.raw_only) {
+      pg = distributed::ProcessGroupGloo::CreateProcessGroupGloo(job.store, job.rank, job.world,
+                                                                 0, timeout);
+    }
+    if (o.baseline || o.raw_only) {
+      raw_gloo = std::make_unique<RawGlooContext>(job.store, job.rank, job.world, o.timeout_s);
+      for (RawGlooAlgorithm a : SelectedRawGlooAlgorithms(o.raw_algos)) {
+        raws.push_back(raw_gloo->Make(a, o.dtype, o.redop));
+      }
     }
   }
-  pg->Barrier()->Wait();  // every rank connected before anything is timed
+  if (o.check_ab && pg && place.is_cpu()) {
+    raws.insert(raws.begin(), MakeEngineWithoutCheck(pg.get(), o.dtype, o.redop));
+  }
+  std::unique_ptr<RankSync> sync = pg ? MakeGroupSync(pg.get(), place)
+                                      : MakeStoreSync(job.store, job.rank, job.world);
+  sync->Barrier();  // every rank connected before anything is timed
 
   const bool lead = job.rank == 0;
   FILE* out = stdout;
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
-  rep.backend = pg->GetBackendName();
+  rep.backend = pg ? pg->GetBackendName() : "none (raw Gloo only)";
   rep.world = job.world;
-  rep.mode = o.sync ? "sync" : "async";
+  rep.mode = o.sync || o.raw_only ? "sync" : "async";
   rep.dtype = phi::DataTypeToString(o.dtype);
   rep.redop = phi::distributed::ReduceOpToString(o.redop);
   rep.iters = o.iters;
   rep.warmup = o.warmup;
   rep.rounds = o.rounds;
   rep.table = !o.ops.empty();
-  rep.baseline = raw != nullptr;
-  rep.baseline_name = raw ? raw->Name() : "";
+  rep.baseline = !raws.empty();
+  for (const auto& r : raws) {
+    rep.baseline_name += (rep.baseline_name.empty() ? "" : ", ") + r->Name();
+  }
   rep.host = host;
   if (lead) PrintHeader(out, rep);
 
-  Runner runner(o, pg.get(), place, raw.get());
+  std::vector<RawAllReduce*> raw_ptrs;
+  for (const auto& r : raws) raw_ptrs.push_back(r.get());
+  Runner runner(o, pg.get(), place, raw_ptrs, sync.get(), job.world);
   for (const auto& name : o.ops) {
     const OpInfo* info = FindOp(name);
     if (job.world < info->min_ranks) {
@@ -109,13 +124,14 @@ int Main(int argc, char** argv) {
                           " is not a rank)");
       continue;
     }
-    BenchOp op(*info, o, pg.get(), place);
+    std::unique_ptr<BenchOp> op;
+    if (pg) op = std::make_unique<BenchOp>(*info, o, pg.get(), place);
     int64_t last_bytes = -1;
     for (int64_t b = o.min_bytes; b <= o.max_bytes;) {
       SizePlan plan = PlanSize(*info, b, phi::SizeOf(o.dtype), job.world);
       if (plan.bytes != last_bytes) {
         last_bytes = plan.bytes;
-        Row row = runner.RunSize(op, plan);
+        Row row = runner.RunSize(op.get(), *info, plan);
         if (lead) PrintRow(out, rep, row);
         rep.rows.push_back(std::move(row));
       }
@@ -136,7 +152,7 @@ int Main(int argc, char** argv) {
     if (!o.plot_path.empty()) files_ok &= WritePlot(o.plot_path, rep);
     std::fflush(out);
   }
-  pg->Barrier()->Wait();  // nobody tears the group down under a peer still timing
+  sync->Barrier();  // nobody tears the group down under a peer still timing
   if (rep.TotalWrong() != 0) {
     if (lead) std::fprintf(stderr, "comm_bench: %lld wrong values\n",
                            static_cast<long long>(rep.TotalWrong()));

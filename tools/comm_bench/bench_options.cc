@@ -32,10 +32,16 @@ const char* kUsage =
     "      --backend B         gloo (default) or nccl (GPU builds)\n"
     "      --sync              sync_op=true: every op waited before the next one\n"
     "      --async             issue all iterations, then wait for all (default)\n"
-    "      --baseline          also time the raw engine (gloo::allreduce / ncclAllReduce)\n"
-    "                          on the same sizes and print our/raw time ratios (allreduce);\n"
-    "                          raw Gloo binds its buffers (AllreduceOptions) per call\n"
-    "      --baseline_reuse    --baseline, raw Gloo reusing one AllreduceOptions (best case)\n"
+    "      --baseline          also time the raw engine on the same sizes, in these processes\n"
+    "                          (allreduce): every Gloo algorithm (ring, ring_chunked,\n"
+    "                          halving_doubling, bcube, gloo::allreduce) with its buffers\n"
+    "                          bound once per size, or ncclAllReduce; prints the best-of\n"
+    "                          ratio (our median / the best raw median) per size\n"
+    "      --raw_only          only the raw Gloo algorithms, in processes that hold no group\n"
+    "                          (the separate-process baseline; tools/gloo_latency_compare.sh)\n"
+    "      --raw_algos A,B     the raw Gloo algorithms to run (default: all five)\n"
+    "      --check_ab          also time our all-reduce with the agreement check off, in\n"
+    "                          the same rounds: the check's cost, measured in one run\n"
     "      --coalesce          100 x 4 KiB allreduces one by one vs coalesced\n"
     "      --coalesce_ops N    ops in the coalescing benchmark (default 100)\n"
     "      --coalesce_bytes S  bytes per op there (default 4K)\n"
@@ -180,9 +186,12 @@ BenchOptions ParseBenchOptions(int argc, char** argv) {
       o.sync = false;
     } else if (flag == "--baseline") {
       o.baseline = true;
-    } else if (flag == "--baseline_reuse") {
-      o.baseline = true;
-      o.baseline_reuse = true;
+    } else if (flag == "--check_ab") {
+      o.check_ab = true;
+    } else if (flag == "--raw_only") {
+      o.raw_only = true;
+    } else if (flag == "--raw_algos") {
+      o.raw_algos = next();
     } else if (flag == "--coalesce") {
       o.coalesce = true;
     } else if (flag == "--coalesce_ops") {
@@ -220,7 +229,15 @@ BenchOptions ParseBenchOptions(int argc, char** argv) {
   }
   // `--coalesce` alone runs just the coalescing benchmark.
   if (o.coalesce && !ops_given) o.ops.clear();
-  if (o.rounds == 0) o.rounds = o.baseline ? 5 : 1;
+  if (o.raw_only) {
+    if (o.backend != "gloo") Die("--raw_only runs raw Gloo: it needs --backend gloo");
+    for (const auto& n : o.ops) {
+      if (n != "allreduce") Die("--raw_only times allreduce only, not '" + n + "'");
+    }
+    if (o.coalesce) Die("--raw_only has no coalescing benchmark");
+    if (o.check_ab) Die("--check_ab times our engine: not with --raw_only");
+  }
+  if (o.rounds == 0) o.rounds = (o.baseline || o.raw_only || o.check_ab) ? 5 : 1;
   if (o.min_bytes > o.max_bytes) Die("-b must not exceed -e");
   if (o.coalesce_bytes <= 0) Die("--coalesce_bytes must be > 0");
   return o;

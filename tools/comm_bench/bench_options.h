@@ -28,7 +28,9 @@ struct BenchOptions {
   bool check = true;  // -k 0 disables the #wrong check
   bool in_place = true;  // --no-inplace skips the in-place half
   bool baseline = false;
-  bool baseline_reuse = false;  // raw Gloo keeps one AllreduceOptions (its best case)
+  bool raw_only = false;  // only the raw Gloo algorithms, no process group
+  bool check_ab = false;  // also time ours with the agreement check off, in the same rounds
+  std::string raw_algos;  // comma-separated names; empty: all of them
   // Rounds of `iters` timed iterations; the time is the median round. With --baseline the
   // rounds alternate ours / raw, so load from elsewhere hits both alike (default 5 then).
   int rounds = 0;  // 0: 1, or 5 with --baseline

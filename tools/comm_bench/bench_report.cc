@@ -36,34 +36,77 @@ std::string JsonString(const std::string& s) {
   return o + "\"";
 }
 
+std::string JsonStats(const Stats& t) {
+  return "\"time_us\": " + Num(t.mean, 3) + ", \"median_us\": " + Num(t.median, 3) +
+         ", \"p90_us\": " + Num(t.p90, 3);
+}
+
 std::string JsonHalf(const Half& h) {
   if (!h.present) return "null";
   std::ostringstream o;
-  o << "{\"time_us\": " << Num(h.time_us, 3) << ", \"algbw_gbps\": " << Num(h.algbw, 4)
-    << ", \"busbw_gbps\": " << Num(h.busbw, 4)
-    << ", \"wrong\": " << (h.wrong < 0 ? std::string("null") : std::to_string(h.wrong));
-  if (h.raw_us > 0) {
-    o << ", \"raw_time_us\": " << Num(h.raw_us, 3)
-      << ", \"ratio_ours_to_raw\": " << Num(h.time_us / h.raw_us, 4);
+  o << "{";
+  if (h.ours) {
+    o << JsonStats(h.t) << ", \"algbw_gbps\": " << Num(h.algbw, 4)
+      << ", \"busbw_gbps\": " << Num(h.busbw, 4)
+      << ", \"wrong\": " << (h.wrong < 0 ? std::string("null") : std::to_string(h.wrong));
+  } else {
+    o << "\"time_us\": null";
+  }
+  if (!h.raw.empty()) {
+    o << ", \"raw\": [";
+    for (size_t i = 0; i < h.raw.size(); ++i) {
+      o << (i ? ", " : "") << "{\"name\": " << JsonString(h.raw[i].name) << ", "
+        << JsonStats(h.raw[i].t) << (h.raw[i].ours ? ", \"ours\": true" : "") << "}";
+    }
+    o << "]";
+    if (const RawResult* best = h.BestRaw()) {
+      o << ", \"best_raw\": " << JsonString(best->name);
+      if (h.ours && best->t.median > 0) {
+        o << ", \"ratio_median_to_best_raw\": " << Num(h.t.median / best->t.median, 4);
+      }
+    }
   }
   return o.str() + "}";
 }
 
 void PrintHalf(FILE* out, const Half& h, bool baseline) {
-  if (!h.present) {
-    std::fprintf(out, "  %10s %7s %7s %6s", "N/A", "N/A", "N/A", "N/A");
-    if (baseline) std::fprintf(out, " %10s %6s", "", "");
+  if (!h.present || !h.ours) {
+    std::fprintf(out, "  %9s %9s %9s %7s %7s %6s", "N/A", "N/A", "N/A", "N/A", "N/A", "N/A");
+    if (baseline) {
+      const RawResult* best = h.present ? h.BestRaw() : nullptr;
+      if (best != nullptr) {
+        std::fprintf(out, " %9.1f %6s", best->t.median, "");
+      } else {
+        std::fprintf(out, " %9s %6s", "", "");
+      }
+    }
     return;
   }
   std::string wrong = h.wrong < 0 ? "N/A" : std::to_string(h.wrong);
-  std::fprintf(out, "  %10.1f %7.2f %7.2f %6s", h.time_us, h.algbw, h.busbw, wrong.c_str());
+  std::fprintf(out, "  %9.1f %9.1f %9.1f %7.2f %7.2f %6s", h.t.mean, h.t.median, h.t.p90,
+               h.algbw, h.busbw, wrong.c_str());
   if (baseline) {
-    if (h.raw_us > 0) {
-      std::fprintf(out, " %10.1f %6.3f", h.raw_us, h.time_us / h.raw_us);
+    const RawResult* best = h.BestRaw();
+    if (best != nullptr && best->t.median > 0) {
+      std::fprintf(out, " %9.1f %6.3f", best->t.median, h.t.median / best->t.median);
     } else {
-      std::fprintf(out, " %10s %6s", "", "");
+      std::fprintf(out, " %9s %6s", "", "");
     }
   }
+}
+
+// "#   raw out-of-place, median/p90 us: ring 55.1/70.2  ring_chunked ...  (best: ring)"
+void PrintRawLine(FILE* out, const char* half, const Half& h) {
+  if (!h.present || h.raw.empty()) return;
+  std::fprintf(out, "#   raw %s, median/p90 (us):", half);
+  for (const auto& r : h.raw) {
+    std::fprintf(out, "  %s %.1f/%.1f", r.name.c_str(), r.t.median, r.t.p90);
+    if (r.ours && h.ours && r.t.median > 0) {
+      std::fprintf(out, " (ours / this %.3f)", h.t.median / r.t.median);
+    }
+  }
+  if (const RawResult* best = h.BestRaw()) std::fprintf(out, "  (best: %s)", best->name.c_str());
+  std::fprintf(out, "\n");
 }
 
 }  // namespace
@@ -73,7 +116,7 @@ double Report::AvgBusBw() const {
   int n = 0;
   for (const auto& row : rows) {
     for (const Half* h : {&row.oop, &row.ip}) {
-      if (h->present) {
+      if (h->present && h->ours) {
         sum += h->busbw;
         ++n;
       }
@@ -94,15 +137,21 @@ int64_t Report::TotalWrong() const {
 
 void PrintHeader(FILE* out, const Report& r) {
   std::fprintf(out,
-               "# comm_bench: backend %s, %d rank(s), %s mode, iters %d x %d round(s) (median), "
+               "# comm_bench: backend %s, %d rank(s), %s mode, iters %d x %d round(s), "
                "warmup %d%s%s\n",
                r.backend.c_str(), r.world, r.mode.c_str(), r.iters, r.rounds, r.warmup,
                r.baseline ? ", baseline " : "", r.baseline ? r.baseline_name.c_str() : "");
-  std::fprintf(out, "# host %s\n#\n", r.host.c_str());
+  std::fprintf(out, "# host %s\n", r.host.c_str());
+  std::fprintf(out,
+               "# time = mean per op (nccl-tests), median and p90 of %s, averaged over ranks%s\n#\n",
+               r.mode == "sync" ? "every op's own time" : "the rounds' mean times",
+               r.baseline ? "; best = the raw engine with the lowest median, ratio = our median "
+                            "/ best median"
+                          : "");
   if (!r.table) return;
-  const char* raw = r.baseline ? "        raw  ratio" : "";
+  const char* raw = r.baseline ? "      best  ratio" : "";
   // The two halves' titles, centred over their columns.
-  const int half_width = r.baseline ? 53 : 35;
+  const int half_width = r.baseline ? 74 : 57;
   auto centred = [&](const std::string& t) {
     int pad = (half_width - 2 - static_cast<int>(t.size())) / 2;
     std::string dashes(static_cast<size_t>(pad - 1), '-');
@@ -112,13 +161,17 @@ void PrintHeader(FILE* out, const Report& r) {
   };
   std::fprintf(out, "# %61s%s%s\n", "", centred("out-of-place").c_str(),
                centred("in-place").c_str());
-  std::fprintf(out, "# %-13s %12s %12s %8s %6s %5s  %10s %7s %7s %6s%s  %10s %7s %7s %6s%s\n",
-               "op", "size", "count", "type", "redop", "root", "time", "algbw", "busbw",
-               "#wrong", raw, "time", "algbw", "busbw", "#wrong", raw);
-  const char* rawu = r.baseline ? "       (us)  (x)  " : "";
-  std::fprintf(out, "# %-13s %12s %12s %8s %6s %5s  %10s %7s %7s %6s%s  %10s %7s %7s %6s%s\n",
-               "", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", rawu,
-               "(us)", "(GB/s)", "(GB/s)", "", rawu);
+  std::fprintf(out,
+               "# %-13s %12s %12s %8s %6s %5s  %9s %9s %9s %7s %7s %6s%s  %9s %9s %9s %7s %7s "
+               "%6s%s\n",
+               "op", "size", "count", "type", "redop", "root", "time", "median", "p90", "algbw",
+               "busbw", "#wrong", raw, "time", "median", "p90", "algbw", "busbw", "#wrong", raw);
+  const char* rawu = r.baseline ? "      (us)   (x)" : "";
+  std::fprintf(out,
+               "# %-13s %12s %12s %8s %6s %5s  %9s %9s %9s %7s %7s %6s%s  %9s %9s %9s %7s %7s "
+               "%6s%s\n",
+               "", "(B)", "(elements)", "", "", "", "(us)", "(us)", "(us)", "(GB/s)", "(GB/s)", "",
+               rawu, "(us)", "(us)", "(us)", "(GB/s)", "(GB/s)", "", rawu);
   std::fflush(out);
 }
 
@@ -129,6 +182,8 @@ void PrintRow(FILE* out, const Report& r, const Row& row) {
   PrintHalf(out, row.oop, r.baseline);
   PrintHalf(out, row.ip, r.baseline);
   std::fprintf(out, "\n");
+  PrintRawLine(out, "out-of-place", row.oop);
+  PrintRawLine(out, "in-place", row.ip);
   std::fflush(out);
 }
 
@@ -158,13 +213,20 @@ bool WriteCsv(const std::string& path, const Report& r) {
     return false;
   }
   f << "op,size_bytes,count,type,redop,root,backend,world_size,mode,"
-       "oop_time_us,oop_algbw_gbps,oop_busbw_gbps,oop_wrong,oop_raw_time_us,"
-       "ip_time_us,ip_algbw_gbps,ip_busbw_gbps,ip_wrong,ip_raw_time_us\n";
+       "oop_time_us,oop_median_us,oop_p90_us,oop_algbw_gbps,oop_busbw_gbps,oop_wrong,"
+       "oop_best_raw,oop_best_raw_median_us,oop_best_raw_p90_us,"
+       "ip_time_us,ip_median_us,ip_p90_us,ip_algbw_gbps,ip_busbw_gbps,ip_wrong,"
+       "ip_best_raw,ip_best_raw_median_us,ip_best_raw_p90_us\n";
   auto half = [&](const Half& h) {
-    if (!h.present) return std::string(",,,,");
-    return Num(h.time_us, 3) + "," + Num(h.algbw, 4) + "," + Num(h.busbw, 4) + "," +
-           (h.wrong < 0 ? "" : std::to_string(h.wrong)) + "," +
-           (h.raw_us > 0 ? Num(h.raw_us, 3) : "");
+    std::string s = ",,,,,";
+    if (h.present && h.ours) {
+      s = Num(h.t.mean, 3) + "," + Num(h.t.median, 3) + "," + Num(h.t.p90, 3) + "," +
+          Num(h.algbw, 4) + "," + Num(h.busbw, 4) + "," +
+          (h.wrong < 0 ? "" : std::to_string(h.wrong));
+    }
+    const RawResult* best = h.present ? h.BestRaw() : nullptr;
+    if (best == nullptr) return s + ",,,";
+    return s + "," + best->name + "," + Num(best->t.median, 3) + "," + Num(best->t.p90, 3);
   };
   for (const auto& row : r.rows) {
     f << row.op << "," << row.bytes << "," << row.count << "," << row.type << "," << row.redop

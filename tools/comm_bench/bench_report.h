@@ -10,11 +10,29 @@
 namespace paddle_like {
 namespace bench {
 
+// Per-op times of one rank's timed iterations, averaged over ranks: the mean (nccl-tests'
+// `time`), the median and the 90th percentile. Sync mode times every op on its own; async mode
+// has one sample per round (the round's mean).
+struct Stats {
+  double mean = 0, median = 0, p90 = 0;
+};
+
+// A raw engine's figures at one size (--baseline, --raw_only).
+struct RawResult {
+  std::string name;
+  Stats t;
+  bool ours = false;  // our engine in another configuration (--check_ab), not a raw engine
+};
+
 struct Half {
   bool present = false;
-  double time_us = 0, algbw = 0, busbw = 0;  // GB/s
-  int64_t wrong = -1;                        // -1: not checked
-  double raw_us = 0;                         // > 0 with --baseline
+  bool ours = true;  // false with --raw_only: only `raw` holds figures
+  Stats t;           // us
+  double algbw = 0, busbw = 0;  // GB/s, from the mean (nccl-tests)
+  int64_t wrong = -1;           // -1: not checked
+  std::vector<RawResult> raw;
+  // The raw engine with the lowest median; nullptr without any.
+  const RawResult* BestRaw() const;
 };
 
 struct Row {

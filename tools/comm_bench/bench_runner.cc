@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace paddle_like {
@@ -30,94 +33,200 @@ double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+// Nearest-rank percentile (p in (0, 100]).
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t k = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+  return v[std::min(v.size(), std::max<size_t>(k, 1)) - 1];
+}
+
+class GroupSync : public RankSync {
+ public:
+  GroupSync(ProcessGroup* pg, phi::Place place) : pg_(pg), place_(place) {}
+  void Barrier() override { pg_->Barrier()->Wait(); }
+  double SumOverRanks(double v) override {
+    DenseTensor host = DenseTensor::FromVector<double>({v});
+    DenseTensor t;
+    if (place_.is_cpu()) {
+      t = host;
+    } else {
+      phi::Copy(host, place_, &t);
+    }
+    auto task = pg_->AllReduce(&t, t, distributed::AllreduceOptions{}, true);
+    task->Synchronize();
+    return t.ToVector<double>()[0];
+  }
+
+ private:
+  ProcessGroup* pg_;
+  phi::Place place_;
+};
+
+// Every call is a numbered round: each rank posts its value under the round's key and reads
+// the others'. Slow (store round trips) but only ever outside the timed regions.
+class StoreSync : public RankSync {
+ public:
+  StoreSync(std::shared_ptr<phi::distributed::Store> store, int rank, int world)
+      : store_(std::move(store)), rank_(rank), world_(world) {}
+  void Barrier() override { SumOverRanks(0); }
+  double SumOverRanks(double v) override {
+    const std::string round = "comm_bench/sync/" + std::to_string(round_++) + "/";
+    std::vector<uint8_t> bytes(sizeof(double));
+    std::memcpy(bytes.data(), &v, sizeof(double));
+    store_->set(round + std::to_string(rank_), bytes);
+    double sum = 0;
+    for (int r = 0; r < world_; ++r) {
+      const std::string key = round + std::to_string(r);
+      store_->wait({key});
+      auto got = store_->get(key);
+      double x = 0;
+      std::memcpy(&x, got.data(), std::min(got.size(), sizeof(double)));
+      sum += x;
+    }
+    return sum;
+  }
+
+ private:
+  std::shared_ptr<phi::distributed::Store> store_;
+  int rank_, world_;
+  int64_t round_ = 0;
+};
+
 }  // namespace
 
-Runner::Runner(const BenchOptions& opts, ProcessGroup* pg, phi::Place place, RawAllReduce* raw)
-    : opts_(opts), pg_(pg), place_(place), raw_(raw), world_(pg->GetSize()) {}
-
-void Runner::Barrier() { pg_->Barrier()->Wait(); }
-
-double Runner::SumOverRanks(double v) {
-  DenseTensor host = DenseTensor::FromVector<double>({v});
-  DenseTensor t;
-  if (place_.is_cpu()) {
-    t = host;
-  } else {
-    phi::Copy(host, place_, &t);
-  }
-  auto task = pg_->AllReduce(&t, t, distributed::AllreduceOptions{}, true);
-  task->Synchronize();
-  return t.ToVector<double>()[0];
+std::unique_ptr<RankSync> MakeGroupSync(ProcessGroup* pg, phi::Place place) {
+  return std::make_unique<GroupSync>(pg, place);
 }
 
-double Runner::TimeOp(const BenchOp& op, OpBuffers* b, int iters) {
+std::unique_ptr<RankSync> MakeStoreSync(std::shared_ptr<phi::distributed::Store> store,
+                                        int rank, int world) {
+  return std::make_unique<StoreSync>(std::move(store), rank, world);
+}
+
+const RawResult* Half::BestRaw() const {
+  const RawResult* best = nullptr;
+  for (const auto& r : raw) {
+    if (r.ours) continue;
+    if (best == nullptr || r.t.median < best->t.median) best = &r;
+  }
+  return best;
+}
+
+Runner::Runner(const BenchOptions& opts, ProcessGroup* pg, phi::Place place,
+               std::vector<RawAllReduce*> raws, RankSync* sync, int world)
+    : opts_(opts), pg_(pg), place_(place), raws_(std::move(raws)), sync_(sync), world_(world) {}
+
+Stats Runner::OverRanks(std::vector<double> samples) {
+  Stats mine;
+  if (!samples.empty()) {
+    double sum = 0;
+    for (double s : samples) sum += s;
+    mine.mean = sum / static_cast<double>(samples.size());
+    mine.median = Median(samples);
+    mine.p90 = Percentile(samples, 90);
+  }
+  Stats all;
+  all.mean = sync_->SumOverRanks(mine.mean) / world_;
+  all.median = sync_->SumOverRanks(mine.median) / world_;
+  all.p90 = sync_->SumOverRanks(mine.p90) / world_;
+  return all;
+}
+
+void Runner::TimeOp(const BenchOp& op, OpBuffers* b, int iters, std::vector<double>* samples) {
   std::vector<ProcessGroup::TaskPtr> tasks;
   tasks.reserve(static_cast<size_t>(iters));
-  Barrier();
-  auto t0 = Clock::now();
-  for (int i = 0; i < iters; ++i) {
-    auto task = op.Issue(b, opts_.sync);
-    if (!opts_.sync || i + 1 == iters) tasks.push_back(std::move(task));
+  sync_->Barrier();
+  if (opts_.sync) {
+    for (int i = 0; i < iters; ++i) {
+      auto t0 = Clock::now();
+      auto task = op.Issue(b, true);
+      if (!place_.is_cpu()) task->Synchronize();  // a device op is done when its stream is
+      auto t1 = Clock::now();
+      if (samples != nullptr) samples->push_back(Us(t0, t1));
+    }
+    return;
   }
+  auto t0 = Clock::now();
+  for (int i = 0; i < iters; ++i) tasks.push_back(op.Issue(b, false));
   WaitAll(tasks);
   auto t1 = Clock::now();
-  return Us(t0, t1) / iters;
+  if (samples != nullptr) samples->push_back(Us(t0, t1) / iters);
 }
 
-double Runner::TimeRaw(int iters) {
-  Barrier();
-  auto t0 = Clock::now();
-  raw_->Run(iters);
-  auto t1 = Clock::now();
-  return SumOverRanks(Us(t0, t1) / iters) / world_;
+void Runner::TimeRaw(RawAllReduce* raw, int iters, std::vector<double>* samples) {
+  sync_->Barrier();
+  for (int i = 0; i < iters; ++i) {
+    auto t0 = Clock::now();
+    raw->Run(1);
+    auto t1 = Clock::now();
+    if (samples != nullptr) samples->push_back(Us(t0, t1));
+  }
 }
 
-Half Runner::RunHalf(const BenchOp& op, const SizePlan& plan, bool in_place) {
+Half Runner::RunHalf(const BenchOp* op, const OpInfo& info, const SizePlan& plan,
+                     bool in_place) {
   Half h;
   h.present = true;
-  OpBuffers b = op.MakeBuffers(plan, in_place);
-  op.Fill(&b, plan);
-  const bool raw = raw_ != nullptr && op.info().name == "allreduce";
-  if (opts_.warmup > 0) TimeOp(op, &b, opts_.warmup);
+  h.ours = op != nullptr;
+  OpBuffers b;
+  if (op != nullptr) {
+    b = op->MakeBuffers(plan, in_place);
+    op->Fill(&b, plan);
+    if (opts_.warmup > 0) TimeOp(*op, &b, opts_.warmup, nullptr);
+  }
+  const bool raw = !raws_.empty() && info.name == "allreduce";
+  std::vector<std::vector<double>> raw_samples(raw ? raws_.size() : 0);
   if (raw) {
-    raw_->Prepare(plan.count, in_place);
-    if (opts_.warmup > 0) raw_->Run(opts_.warmup);
+    for (RawAllReduce* r : raws_) {
+      r->Prepare(plan.count, in_place);
+      if (opts_.warmup > 0) r->Run(opts_.warmup);
+    }
   }
-  // Rounds alternate ours and raw; each round's time is the mean over ranks.
-  std::vector<double> ours, raws;
-  for (int r = 0; r < opts_.rounds; ++r) {
-    ours.push_back(SumOverRanks(TimeOp(op, &b, opts_.iters)) / world_);
-    if (raw) raws.push_back(TimeRaw(opts_.iters));
+  // Rounds alternate ours and each raw engine, so load from elsewhere hits all alike.
+  std::vector<double> ours;
+  for (int round = 0; round < opts_.rounds; ++round) {
+    if (op != nullptr) TimeOp(*op, &b, opts_.iters, &ours);
+    for (size_t k = 0; k < raw_samples.size(); ++k) {
+      TimeRaw(raws_[k], opts_.iters, &raw_samples[k]);
+    }
   }
-  h.time_us = Median(ours);
-  if (raw) h.raw_us = Median(raws);
-  h.algbw = h.time_us > 0 ? static_cast<double>(plan.bytes) / (h.time_us * 1e3) : 0;
-  h.busbw = h.algbw * op.info().BusFactor(world_);
-  if (opts_.check) {
-    op.Fill(&b, plan);  // in-place runs overwrote the input
-    WaitAll({op.Issue(&b, opts_.sync)});
-    h.wrong = static_cast<int64_t>(SumOverRanks(static_cast<double>(op.Check(b, plan))));
+  if (op != nullptr) {
+    h.t = OverRanks(std::move(ours));
+    h.algbw = h.t.mean > 0 ? static_cast<double>(plan.bytes) / (h.t.mean * 1e3) : 0;
+    h.busbw = h.algbw * info.BusFactor(world_);
+  }
+  for (size_t k = 0; k < raw_samples.size(); ++k) {
+    h.raw.push_back(RawResult{raws_[k]->Name(), OverRanks(std::move(raw_samples[k])),
+                              raws_[k]->IsOurEngine()});
+  }
+  if (opts_.check && op != nullptr) {
+    op->Fill(&b, plan);  // in-place runs overwrote the input
+    WaitAll({op->Issue(&b, opts_.sync)});
+    const double wrong = static_cast<double>(op->Check(b, plan));
+    h.wrong = static_cast<int64_t>(sync_->SumOverRanks(wrong));
   }
   return h;
 }
 
-Row Runner::RunSize(const BenchOp& op, const SizePlan& plan) {
+Row Runner::RunSize(const BenchOp* op, const OpInfo& info, const SizePlan& plan) {
   Row row;
-  row.op = op.info().name;
+  row.op = info.name;
   row.bytes = plan.bytes;
   row.count = plan.count;
   row.type = phi::DataTypeToString(opts_.dtype);
   row.redop = "none";
-  if (op.info().reduces) {
+  if (info.reduces) {
     row.redop = phi::distributed::ReduceOpToString(opts_.redop);
     for (char& ch : row.redop) ch = static_cast<char>(std::tolower(ch));
   }
-  row.root = op.root();
-  row.oop = RunHalf(op, plan, false);
-  if (op.info().has_in_place && opts_.in_place) row.ip = RunHalf(op, plan, true);
+  row.root = info.rooted ? opts_.root : -1;
+  row.oop = RunHalf(op, info, plan, false);
+  if (info.has_in_place && opts_.in_place && op != nullptr) {
+    row.ip = RunHalf(op, info, plan, true);
+  }
   return row;
 }
-
 CoalesceResult Runner::RunCoalesce() {
   CoalesceResult r;
   r.present = true;
@@ -146,11 +255,11 @@ CoalesceResult Runner::RunCoalesce() {
     WaitAll({pg_->EndCoalescing()});
   };
   auto time = [&](const std::function<void()>& fn) {
-    Barrier();
+    sync_->Barrier();
     auto t0 = Clock::now();
     for (int i = 0; i < opts_.iters; ++i) fn();
     auto t1 = Clock::now();
-    return SumOverRanks(Us(t0, t1) / opts_.iters) / world_;
+    return sync_->SumOverRanks(Us(t0, t1) / opts_.iters) / world_;
   };
   auto check = [&] {
     int64_t wrong = 0;
@@ -181,7 +290,7 @@ CoalesceResult Runner::RunCoalesce() {
     coalesced();
     wrong += check();
   }
-  r.wrong = static_cast<int64_t>(SumOverRanks(static_cast<double>(wrong)));
+  r.wrong = static_cast<int64_t>(sync_->SumOverRanks(static_cast<double>(wrong)));
   return r;
 }
 

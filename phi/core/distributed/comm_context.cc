@@ -2,8 +2,16 @@
 
 #include <glog/logging.h>
 
+#include "phi/core/errors.h"
+
 namespace phi {
 namespace distributed {
+
+const char* CommContext::VariableAllGather(const void*, size_t, size_t*, std::vector<size_t>*,
+                                           Stream*) {
+  PADDLE_THROW(errors::Unimplemented("%s offers no variable-size all-gather",
+                                     BackendName().c_str()));
+}
 
 CommGroupGuard::~CommGroupGuard() {
   if (ended_) return;

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "phi/core/data_type.h"
 #include "phi/core/distributed/reduce_op.h"
@@ -61,6 +62,15 @@ class CommContext {
   virtual void Recv(void* recv, int64_t count, DataType dtype, int peer, int tag,
                     Stream* stream, int* source = nullptr) = 0;
   virtual bool SupportsAnySource() const { return false; }
+  // An all-gather whose block sizes may differ across ranks, up to VariableGatherCapacity()
+  // bytes each (the same on every rank): the agreement check exchanges its record, and a
+  // small all-reduce its payload with it, before the sizes are known to agree. Returns where
+  // rank r's block starts (result + r * *stride, (*lengths)[r] bytes), valid until the next
+  // call on this communicator. Capacity 0 (the default): not offered, and the check uses
+  // fixed-size all-gathers instead.
+  virtual size_t VariableGatherCapacity() const { return 0; }
+  virtual const char* VariableAllGather(const void* send, size_t bytes, size_t* stride,
+                                        std::vector<size_t>* lengths, Stream* stream);
   // Connects to every peer now (FLAGS_eager_communication_connection), within the
   // communicator's timeout, naming the ranks that never come. Engines that connect when
   // created do nothing here.

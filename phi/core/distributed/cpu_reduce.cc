@@ -1,6 +1,7 @@
 #include "phi/core/distributed/cpu_reduce.h"
 
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 
 #include "phi/core/errors.h"
@@ -131,6 +132,19 @@ CpuReduceInput PrepareCpuReduce(const void* send, int64_t count, DataType dtype,
     p.data = p.scaled.data();
   }
   return p;
+}
+
+void CpuReduceInRankOrder(CpuReduceFn fn, const char* gathered, size_t block_bytes, int n,
+                          int64_t count, void* out) {
+  if (n <= 0 || count <= 0) return;
+  if (n == 1) {
+    std::memcpy(out, gathered, block_bytes);
+    return;
+  }
+  fn(out, gathered, gathered + block_bytes, static_cast<size_t>(count));
+  for (int r = 2; r < n; ++r) {
+    fn(out, out, gathered + static_cast<size_t>(r) * block_bytes, static_cast<size_t>(count));
+  }
 }
 
 }  // namespace distributed

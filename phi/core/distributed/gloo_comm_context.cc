@@ -122,7 +122,39 @@ GlooCommContext::GlooCommContext(std::unique_ptr<GlooMesh> mesh,
       ctx_(mesh_->context()),
       timeout_(timeout),
       describe_(std::move(describe)),
-      allreduce_algorithm_(AllReduceAlgorithmFromEnv()) {}
+      allreduce_algorithm_(AllReduceAlgorithmFromEnv()),
+      exchange_(ctx_) {}
+
+const char* GlooCommContext::VariableAllGather(const void* send, size_t bytes, size_t* stride,
+                                               std::vector<size_t>* lengths, Stream*) {
+  PADDLE_ENFORCE(bytes <= exchange_.Capacity(),
+                 errors::InvalidArgument("%s: %zu bytes exceed the variable all-gather's "
+                                         "capacity of %zu",
+                                         describe_.c_str(), bytes, exchange_.Capacity()));
+  const char* out = nullptr;
+  Call("allgather", [&] {
+    mesh_->EnsureAll();
+    out = exchange_.Run(send, bytes, lengths);
+  });
+  *stride = exchange_.Stride();
+  return out;
+}
+
+const char* GlooCommContext::ExchangeEqual(const char* what, const void* mine, size_t bytes) {
+  size_t stride = 0;
+  const char* out = VariableAllGather(mine, bytes, &stride, &lengths_, nullptr);
+  for (size_t len : lengths_) {
+    if (len == bytes) continue;
+    std::string sizes;
+    for (size_t r = 0; r < lengths_.size(); ++r) {
+      sizes += "\n  rank " + std::to_string(r) + ": " + std::to_string(lengths_[r]) + " bytes";
+    }
+    PADDLE_THROW(errors::InvalidArgument(
+        "%s: the ranks' %s sizes differ (the agreement check is off?):%s", describe_.c_str(),
+        what, sizes.c_str()));
+  }
+  return out;
+}
 
 void GlooCommContext::MarkBroken(const std::string& why) {
   std::lock_guard<std::mutex> lk(broken_mu_);
@@ -198,6 +230,15 @@ void GlooCommContext::Reduce(const void* send, void* recv, int64_t count, DataTy
 void GlooCommContext::AllGather(const void* send, void* recv, int64_t send_count,
                                 DataType dtype, Stream*) {
   if (send_count == 0) return;
+  const size_t bytes = static_cast<size_t>(send_count) * SizeOf(dtype);
+  if (bytes <= VariableGatherCapacity()) {  // small: the bound exchange
+    const char* all = ExchangeEqual("allgather", send, bytes);
+    for (int r = 0; r < GetSize(); ++r) {
+      std::memcpy(static_cast<char*>(recv) + static_cast<size_t>(r) * bytes,
+                  all + static_cast<size_t>(r) * exchange_.Stride(), bytes);
+    }
+    return;
+  }
   Call("allgather", [&] {
     mesh_->EnsureAll();
     VisitDataType(dtype, [&](auto tag) {
@@ -259,6 +300,16 @@ void GlooCommContext::RunAllReduce(const void* send, void* recv, int64_t count, 
                                    const Reduction& red) {
   if (count == 0) return;
   CpuReduceInput p = PrepareCpuReduce(send, count, dtype, red);
+  const size_t bytes = static_cast<size_t>(p.count) * SizeOf(p.dtype);
+  if (bytes <= VariableGatherCapacity()) {
+    // Small and mid sizes: gather every rank's input through the bound exchange and reduce
+    // locally in rank order (one exchange; the same bits on every rank).
+    const char* all = ExchangeEqual("allreduce", p.data, bytes);
+    CpuReduceInRankOrder(GetCpuReduceFn(p.dtype, red.op), all, exchange_.Stride(), GetSize(),
+                         p.count, recv);
+    if (red.op == ReduceOp::AVG) CpuDivide(p.dtype, recv, p.count, GetSize());
+    return;
+  }
   Call("allreduce", [&] {
     mesh_->EnsureAll();
     VisitDataType(p.dtype, [&](auto tag) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include <gloo/allreduce.h>
 #include <gloo/common/error.h>
+#include <gloo/transport/buffer.h>
 #include <gloo/transport/unbound_buffer.h>
 
 #include "phi/core/distributed/comm_context.h"
@@ -48,6 +50,33 @@ void GlooCall(const char* what, F&& f,
 // which would otherwise report the same op with less to say (and abort by default).
 constexpr std::chrono::milliseconds kRollCallBudget{300};
 
+// An all-gather of blocks up to Capacity() bytes whose sizes may differ across ranks, on
+// buffers bound once to the pairs (gloo_fused_exchange.cc explains the protocol). It carries
+// the agreement check with its payload (one exchange per checked op), and the small
+// all-gathers and all-reduces. Only the comm stream's thread uses it; needs more than one
+// rank, and every pair connected.
+class GlooFusedExchange {
+ public:
+  explicit GlooFusedExchange(std::shared_ptr<::gloo::Context> ctx);
+  ~GlooFusedExchange();
+  // The same on every rank of a group of `size`.
+  static size_t CapacityFor(int size);
+  size_t Capacity() const { return capacity_; }
+  size_t Stride() const { return stride_; }
+  // Sends `bytes` (<= Capacity()) and returns where rank r's block starts: at
+  // result + r * Stride(), (*lengths)[r] bytes long. Valid until the next call.
+  const char* Run(const void* mine, size_t bytes, std::vector<size_t>* lengths);
+
+ private:
+  void Bind();
+  std::shared_ptr<::gloo::Context> ctx_;
+  size_t capacity_, stride_;
+  std::vector<char> buffer_;  // two regions of size blocks of stride_ bytes
+  int region_ = 0;            // the region the next call uses
+  uint64_t calls_ = 0;        // calls so far: the same count on every rank
+  std::unique_ptr<::gloo::transport::Buffer> send_, recv_;
+};
+
 class GlooCommContext : public CommContext {
  public:
   GlooCommContext(std::unique_ptr<GlooMesh> mesh, std::chrono::milliseconds timeout,
@@ -70,8 +99,17 @@ class GlooCommContext : public CommContext {
             Stream*) override;
   void Recv(void* recv, int64_t count, DataType dtype, int peer, int tag, Stream*,
             int* source) override;
+  size_t VariableGatherCapacity() const override {
+    return GetSize() > 1 ? exchange_.Capacity() : 0;
+  }
+  const char* VariableAllGather(const void* send, size_t bytes, size_t* stride,
+                                std::vector<size_t>* lengths, Stream*) override;
   void ConnectAll() override { Call("connect", [this] { mesh_->EnsureAll(); }); }
-  void Abort(const std::string& why) override { MarkBroken("aborted: " + why); }
+  // Marks the communicator broken and closes its pairs: the peers' ops on them fail at once.
+  void Abort(const std::string& why) override {
+    MarkBroken("aborted: " + why);
+    mesh_->CloseConnected();
+  }
   void GroupStart() override { ++depth_; }
   void GroupEnd() override;
   void GroupAbort() override;
@@ -119,6 +157,10 @@ class GlooCommContext : public CommContext {
   void RunAllReduce(const void* send, void* recv, int64_t count, DataType dtype,
                     const Reduction& red);
   void RunFusedAllReduces(const std::vector<PendingAllReduce>& ops);
+  // The fused exchange of `bytes` from every rank, which must all send as many (else
+  // InvalidArgument naming each rank's size: every rank took part, so the communicator stays
+  // usable). Returns rank r's block at result + r * exchange_.Stride().
+  const char* ExchangeEqual(const char* what, const void* mine, size_t bytes);
 
   // Point to point (gloo_p2p.cc).
   PostedSend PostSend(const void* send, int64_t count, DataType dtype, int peer, int tag);
@@ -157,6 +199,8 @@ class GlooCommContext : public CommContext {
   static constexpr size_t kMaxKeptScratch = size_t{256} << 20;
   std::vector<char> rs_acc_, rs_incoming_;  // ReduceScatter scratch
   std::vector<char> reduce_scratch_;        // non-root output of Reduce
+  std::vector<size_t> lengths_;             // the fused exchange's block lengths
+  GlooFusedExchange exchange_;
 };
 
 // ------------------------------------------------------------------ inline templates

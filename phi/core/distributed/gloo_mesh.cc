@@ -191,6 +191,19 @@ void GlooMesh::ConnectLocked(int peer) {
   VLOG(2) << describe_ << ": connected to rank " << peer;
 }
 
+void GlooMesh::CloseConnected() {
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    std::unique_lock<std::mutex> lk(*peer_mu_[static_cast<size_t>(r)], std::try_to_lock);
+    if (!lk.owns_lock() || !connected_[static_cast<size_t>(r)]) continue;
+    try {
+      transport_->getPair(r)->close();
+    } catch (const std::exception& e) {
+      VLOG(1) << describe_ << ": closing the pair with rank " << r << ": " << e.what();
+    }
+  }
+}
+
 std::string GlooMesh::NamePeersIn(const std::string& msg) const {
   std::string names;
   std::lock_guard<std::mutex> lk(names_mu_);

@@ -50,6 +50,12 @@ class GlooMesh {
   // side of the group.
   void EnsureAll();
 
+  // Closes every connected pair (Abort): a peer's op on them fails at once with a network
+  // error instead of waiting for its timeout, and this rank's own op in flight fails when
+  // Gloo next touches the pair. A pair still being connected (its lock held) is left to fail
+  // at its own timeout. Idempotent; never raises.
+  void CloseConnected();
+
   // " [the peer at ADDR is rank R: ...]" for each known peer address in `msg`.
   std::string NamePeersIn(const std::string& msg) const;
 

@@ -1,0 +1,116 @@
+// GlooFusedExchange: an all-gather of blocks whose sizes may differ across ranks, on buffers
+// bound to the pairs once (see gloo_comm_context_internal.h for what it is for).
+//
+// Why bound buffers: Gloo's options-style collectives (gloo::allgather, gloo::allreduce) bind
+// unbound buffers per call, and an unbound receive is announced to the sender before the data
+// may flow; a bound buffer is registered with its pair once, and a send writes straight into
+// the peer's memory at an offset. On loopback that is 2-5x faster for small and mid-size
+// messages (docs/benchmarks.md, "Gloo latency").
+//
+// The protocol: a ring of n - 1 rounds. Each rank's block travels to the right, each block
+// led by an 8-byte length. Round r sends the block received in round r - 1 (the rank's own in
+// round 0) into the same position of the right neighbour's buffer. Two regions are used in
+// turn, call by call, and they replace Gloo's "ready" notifications: the left neighbour can
+// write into this call's region again only in the call after next, and it cannot finish the
+// next call before this rank's block of the next call has gone round the ring to it, which
+// this rank sends only after it has read this call's region. So a call is n - 1 sends and
+// receives, nothing more.
+//
+// A peer may finish its call and close its connection (exit, destroy the group) while this
+// rank has yet to wait for the peer's last block, which did arrive: Gloo's waitRecv then
+// raises "connection closed" although the data is in the buffer. So every block carries the
+// call's sequence number before and after its payload, and when a wait raises, a block whose
+// two numbers both say "this call" has arrived whole (the transport writes it in order) and
+// is used; only a block that is missing or cut short is an error. A send's completion is not
+// awaited for the same reason: a right neighbour that has gone has read all this rank sent
+// (it could not have finished its call otherwise), and a failure shows in the next call.
+//
+// Sizes may differ across ranks (up to the capacity, which every rank has the same: it
+// depends on the group size only), so the agreement check can exchange records and payloads
+// of any size here before the sizes are known to agree: nothing a peer sends can overflow
+// this rank's buffer, and every rank sees every rank's length.
+#include <cstring>
+
+#include <gloo/transport/buffer.h>
+
+#include "phi/core/distributed/gloo_comm_context_internal.h"
+
+namespace phi {
+namespace distributed {
+namespace {
+// [u64 length][u64 call][payload][u64 call]
+constexpr size_t kHeader = 2 * sizeof(uint64_t);
+constexpr size_t kTrailer = sizeof(uint64_t);
+// The one bound-buffer slot of the context: nothing else here binds buffers.
+constexpr int kExchangeSlot = 0x7b0000;  // bound-buffer slots are ints; AllgatherRing-style
+                                         // algorithms take small ones from nextSlot()
+}  // namespace
+
+size_t GlooFusedExchange::CapacityFor(int size) {
+  // Small groups: up to 256 KiB per rank; the buffer holds 2 x size blocks, and an
+  // all-gather moves (n - 1) blocks per rank, so large groups get less.
+  const size_t by_size = (size_t{1} << 20) / static_cast<size_t>(size > 0 ? size : 1);
+  return std::max<size_t>(size_t{8} << 10, std::min<size_t>(size_t{256} << 10, by_size));
+}
+
+GlooFusedExchange::GlooFusedExchange(std::shared_ptr<::gloo::Context> ctx)
+    : ctx_(std::move(ctx)),
+      capacity_(CapacityFor(ctx_->size)),
+      stride_(kHeader + capacity_ + kTrailer) {}
+
+GlooFusedExchange::~GlooFusedExchange() = default;
+
+void GlooFusedExchange::Bind() {
+  const int n = ctx_->size, me = ctx_->rank;
+  buffer_.assign(2 * static_cast<size_t>(n) * stride_, 0);
+  const int left = (me + n - 1) % n, right = (me + 1) % n;
+  send_ = ctx_->getPair(right)->createSendBuffer(kExchangeSlot,
+                                                 buffer_.data(), buffer_.size());
+  recv_ = ctx_->getPair(left)->createRecvBuffer(kExchangeSlot,
+                                                buffer_.data(), buffer_.size());
+}
+
+const char* GlooFusedExchange::Run(const void* mine, size_t bytes,
+                                   std::vector<size_t>* lengths) {
+  const int n = ctx_->size, me = ctx_->rank;
+  if (!send_) Bind();
+  char* region = buffer_.data() + static_cast<size_t>(region_) * n * stride_;
+  region_ = 1 - region_;
+  const uint64_t call = ++calls_;
+  auto block = [&](int r) { return region + static_cast<size_t>(r) * stride_; };
+  auto field = [](const char* at) {
+    uint64_t v = 0;
+    std::memcpy(&v, at, sizeof(v));
+    return v;
+  };
+  // Whether block r of this call arrived whole (see the top of the file).
+  auto whole = [&](int r) {
+    const char* b = block(r);
+    const uint64_t len = field(b);
+    return field(b + sizeof(uint64_t)) == call && len <= capacity_ &&
+           field(b + kHeader + len) == call;
+  };
+  const uint64_t len = bytes;
+  std::memcpy(block(me), &len, sizeof(len));
+  std::memcpy(block(me) + sizeof(len), &call, sizeof(call));
+  if (bytes > 0) std::memcpy(block(me) + kHeader, mine, bytes);
+  std::memcpy(block(me) + kHeader + bytes, &call, sizeof(call));
+  const size_t region_offset = static_cast<size_t>(region - buffer_.data());
+  int carried = me;  // the block sent this round
+  for (int round = 0; round < n - 1; ++round) {
+    const size_t offset = region_offset + static_cast<size_t>(carried) * stride_;
+    send_->send(offset, kHeader + field(block(carried)) + kTrailer, offset);
+    carried = (carried + n - 1) % n;  // the left neighbour's block, arriving now
+    try {
+      recv_->waitRecv();
+    } catch (...) {
+      if (!whole(carried)) throw;
+    }
+  }
+  lengths->resize(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) (*lengths)[static_cast<size_t>(r)] = field(block(r));
+  return region + kHeader;
+}
+
+}  // namespace distributed
+}  // namespace phi
