@@ -116,14 +116,16 @@ void IgnoreSigpipeOnce() {
 
 // ------------------------------------------------------------------ GlooCommContext
 GlooCommContext::GlooCommContext(std::unique_ptr<GlooMesh> mesh,
+                                 std::unique_ptr<GlooMesh> exchange_mesh,
                                  std::chrono::milliseconds timeout, std::string describe)
     : CommContext(mesh->context()->rank, mesh->context()->size),
       mesh_(std::move(mesh)),
+      exchange_mesh_(std::move(exchange_mesh)),
       ctx_(mesh_->context()),
       timeout_(timeout),
       describe_(std::move(describe)),
       allreduce_algorithm_(AllReduceAlgorithmFromEnv()),
-      exchange_(ctx_) {}
+      exchange_(exchange_mesh_->context()) {}
 
 const char* GlooCommContext::VariableAllGather(const void* send, size_t bytes, size_t* stride,
                                                std::vector<size_t>* lengths, Stream*) {
@@ -133,7 +135,8 @@ const char* GlooCommContext::VariableAllGather(const void* send, size_t bytes, s
                                          describe_.c_str(), bytes, exchange_.Capacity()));
   const char* out = nullptr;
   Call("allgather", [&] {
-    mesh_->EnsureAll();
+    mesh_->EnsureAll();  // the roll call after a failure learns the peers' hosts there
+    exchange_mesh_->EnsureAll();
     out = exchange_.Run(send, bytes, lengths);
   });
   *stride = exchange_.Stride();
@@ -402,14 +405,17 @@ std::unique_ptr<CommContext> CreateGlooCommContext(const std::shared_ptr<Store>&
   const std::string listening = device->str();  // before the mesh takes the device
   // Pairs connect on first use (gloo_mesh_internal.h): creating the group waits for no one.
   auto mesh = std::make_unique<GlooMesh>(
-      std::make_shared<PrefixStore>("gloo/" + std::to_string(gid), store), rank, size,
-      std::move(device), options.timeout, describe);
+      std::make_shared<PrefixStore>("gloo/" + std::to_string(gid), store), rank, size, device,
+      options.timeout, describe);
+  auto exchange_mesh = std::make_unique<GlooMesh>(
+      std::make_shared<PrefixStore>("gloo/" + std::to_string(gid) + "/exchange", store), rank,
+      size, std::move(device), options.timeout, describe + " (exchange connections)");
   // Where this rank listens, as Gloo bound it (GLOG_v=1, or GLOG_vmodule=gloo_comm_context=1):
   // the multi-node tests assert with it that nothing listens on loopback.
   VLOG(1) << describe << " listens on " << listening << " (chosen by "
           << (attr.iface.empty() ? "address " + attr.hostname : "interface " + attr.iface) << ")";
-  return std::make_unique<GlooCommContext>(std::move(mesh), options.timeout,
-                                           std::move(describe));
+  return std::make_unique<GlooCommContext>(std::move(mesh), std::move(exchange_mesh),
+                                           options.timeout, std::move(describe));
 }
 
 }  // namespace distributed
