@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "distributed/process_group_with_stream.h"
 #include "paddle_like/dist/distributed.h"
@@ -145,6 +147,32 @@ TEST(DistWork, AbortEndsAHungOpNowAndTheGroupRaisesAfter) {
     // The stuck call ends at the group's timeout on the comm thread; destroying the group
     // waits for that (bounded), then frees everything.
     dist::destroy_process_group();
+  });
+}
+
+// Abort closes the aborted group's connections: a peer blocked in an op on them fails at once
+// (not at the group's 20 s timeout), and another group of the same ranks keeps working.
+TEST(DistWork, AbortClosesTheConnectionsSoAPeerInAnOpFailsAtOnce) {
+  RunRanks(2, [](const RankContext& ctx) {
+    InitGloo(std::chrono::seconds(20));
+    auto other = dist::new_group({0, 1});
+    DenseTensor t = Ints({1});
+    dist::all_reduce(&t);  // connected
+    dist::all_reduce(&t, dist::ReduceOp::SUM, {other});
+    if (ctx.rank == 1) {  // rank 0 aborts instead of joining
+      auto start = std::chrono::steady_clock::now();
+      EXPECT_THROW(dist::all_reduce(&t), phi::EnforceNotMet);
+      EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5))
+          << "the peer's abort should end this op at once, not at the group's timeout";
+    } else {
+      DenseTensor u = Ints({0});
+      auto work = dist::irecv(&u, 1, {nullptr, 77});  // nobody sends: in flight until aborted
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // rank 1 is in its op
+      work->abort();
+    }
+    DenseTensor v = Ints({ctx.rank + 1});
+    dist::all_reduce(&v, dist::ReduceOp::SUM, {other});
+    EXPECT_EQ(At(v, 0), 3) << "another group of the same ranks must keep working";
   });
 }
 
