@@ -11,7 +11,8 @@
 #   raw       launch -- comm_bench --raw_only          (only the raw algorithms: no group, no
 #                                                     engine thread in these processes)
 #   torch     tools/torch_gloo_bench.py                (Debian's python3-torch, if installed)
-# and prints a Markdown table of medians (p90) per op, float32 sum all-reduce, sync ops, with
+# and prints a Markdown table of medians (p90) per op, float32 sum all-reduce, sync ops, in
+# place (as the raw algorithms and torch's all_reduce run), with
 # the figures of each repetition and their median. Ratios are our median / the other's.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -52,9 +53,9 @@ HAVE_TORCH=0
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then HAVE_TORCH=1; fi
 for ((rep = 0; rep < REPS; rep++)); do
   for s in ${SIZES//,/ }; do
-    common="-c allreduce -b $s -e $s --sync --no-inplace $(iters_for "$s")"
+    common="-c allreduce -b $s -e $s --sync $(iters_for "$s")"
     echo "gloo_latency_compare: rep $rep, $s: ours (+ in-process raw)" >&2
-    "$LAUNCH" --nproc_per_node "$NPROC" -- "$BENCH" $common --baseline \
+    "$LAUNCH" --nproc_per_node "$NPROC" -- "$BENCH" $common --no-outofplace --baseline \
       --json "$TMP/ours.$rep.$s.json" > "$TMP/ours.$rep.$s.log" 2>&1
     echo "gloo_latency_compare: rep $rep, $s: raw Gloo, separate processes" >&2
     "$LAUNCH" --nproc_per_node "$NPROC" -- "$BENCH" $common --raw_only \
@@ -70,9 +71,9 @@ done
 python3 - "$TMP" "$REPS" "$SIZES" "$NPROC" "$HAVE_TORCH" > "$TMP/table.md" <<'PY'
 import json, os, statistics, sys
 tmp, reps, sizes, nproc, have_torch = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), sys.argv[4], sys.argv[5] == "1"
-def load(path):
+def load(path, half="out_of_place"):
     with open(path) as f:
-        return json.load(f)["results"][0]["out_of_place"]
+        return json.load(f)["results"][0][half]
 def best(raws):
     b = min(raws, key=lambda r: r["median_us"])
     return b["name"], b["median_us"], b["p90_us"]
@@ -89,7 +90,7 @@ print("|---|---|---|---|---|---|---|---|")
 for s in sizes:
     ours, sep, inproc, names = [], [], [], []
     for rep in range(reps):
-        o = load(os.path.join(tmp, f"ours.{rep}.{s}.json"))
+        o = load(os.path.join(tmp, f"ours.{rep}.{s}.json"), "in_place")
         r = load(os.path.join(tmp, f"raw.{rep}.{s}.json"))
         ours.append((o["median_us"], o["p90_us"]))
         n, m, p = best(r["raw"]); sep.append((m, p)); names.append(n)
@@ -107,7 +108,7 @@ for s in sizes:
     print(row)
 print("\nPer repetition (ours median / best separate raw median):",
       "; ".join(s + ": " + ", ".join(
-          f"{load(os.path.join(tmp, f'ours.{rep}.{s}.json'))['median_us'] / best(load(os.path.join(tmp, f'raw.{rep}.{s}.json'))['raw'])[1]:.2f}"
+          f"{load(os.path.join(tmp, f'ours.{rep}.{s}.json'), 'in_place')['median_us'] / best(load(os.path.join(tmp, f'raw.{rep}.{s}.json'))['raw'])[1]:.2f}"
           for rep in range(reps)) for s in sizes))
 PY
 cat "$TMP/table.md"

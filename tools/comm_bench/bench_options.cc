@@ -29,6 +29,7 @@ const char* kUsage =
     "  -r, --root R            root of broadcast, reduce, gather, scatter (default 0)\n"
     "  -k, --check 0|1         verify every result, the #wrong column (default 1)\n"
     "      --no-inplace        skip the in-place half of the table\n"
+    "      --no-outofplace     skip the out-of-place half (ops that have an in-place form)\n"
     "      --backend B         gloo (default) or nccl (GPU builds)\n"
     "      --sync              sync_op=true: every op waited before the next one\n"
     "      --async             issue all iterations, then wait for all (default)\n"
@@ -175,6 +176,8 @@ BenchOptions ParseBenchOptions(int argc, char** argv) {
       o.check = ParseInt(flag, next(), 0) != 0;
     } else if (flag == "--no-inplace") {
       o.in_place = false;
+    } else if (flag == "--no-outofplace") {
+      o.out_of_place = false;
     } else if (flag == "--backend") {
       o.backend = next();
       if (o.backend != "gloo" && o.backend != "nccl") {

@@ -27,6 +27,7 @@ struct BenchOptions {
   bool sync = false;  // --sync: sync_op=true, each op waited; default --async
   bool check = true;  // -k 0 disables the #wrong check
   bool in_place = true;  // --no-inplace skips the in-place half
+  bool out_of_place = true;  // --no-outofplace skips the out-of-place half
   bool baseline = false;
   bool raw_only = false;  // only the raw Gloo algorithms, no process group
   bool check_ab = false;  // also time ours with the agreement check off, in the same rounds

@@ -221,8 +221,9 @@ Row Runner::RunSize(const BenchOp* op, const OpInfo& info, const SizePlan& plan)
     for (char& ch : row.redop) ch = static_cast<char>(std::tolower(ch));
   }
   row.root = info.rooted ? opts_.root : -1;
-  row.oop = RunHalf(op, info, plan, false);
-  if (info.has_in_place && opts_.in_place && op != nullptr) {
+  const bool in_place = info.has_in_place && opts_.in_place && op != nullptr;
+  if (opts_.out_of_place || !in_place) row.oop = RunHalf(op, info, plan, false);
+  if (in_place) {
     row.ip = RunHalf(op, info, plan, true);
   }
   return row;

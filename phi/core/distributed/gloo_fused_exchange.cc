@@ -49,8 +49,9 @@ constexpr int kExchangeSlot = 0x7b0000;  // bound-buffer slots are ints; Allgath
 size_t GlooFusedExchange::CapacityFor(int size) {
   // Small groups: up to 256 KiB per rank; the buffer holds 2 x size blocks, and an
   // all-gather moves (n - 1) blocks per rank, so large groups get less.
+  // The headroom lets an agreement record ride along with a payload of the full size.
   const size_t by_size = (size_t{1} << 20) / static_cast<size_t>(size > 0 ? size : 1);
-  return std::max<size_t>(size_t{8} << 10, std::min<size_t>(size_t{256} << 10, by_size));
+  return std::max<size_t>(size_t{8} << 10, std::min<size_t>(size_t{256} << 10, by_size)) + 256;
 }
 
 GlooFusedExchange::GlooFusedExchange(std::shared_ptr<::gloo::Context> ctx)
