@@ -76,8 +76,9 @@ class CommContext {
   // created do nothing here.
   virtual void ConnectAll() {}
   // Makes the communicator unusable now: every later call raises at once, and an engine that
-  // can also stops the calls in flight (NCCL's ncclCommAbort; Gloo's stuck call ends at its
-  // timeout on its own thread). Idempotent.
+  // can also stops the calls in flight (NCCL's ncclCommAbort; Gloo closes its connections,
+  // which ends the peers' calls at once, while its own stuck call ends at its timeout on its
+  // own thread). Idempotent.
   virtual void Abort(const std::string& why) {}
 
   virtual void GroupStart() = 0;

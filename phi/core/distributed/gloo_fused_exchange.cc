@@ -34,6 +34,7 @@
 #include <gloo/transport/buffer.h>
 
 #include "phi/core/distributed/gloo_comm_context_internal.h"
+#include "phi/core/errors.h"
 
 namespace phi {
 namespace distributed {
@@ -100,7 +101,13 @@ const char* GlooFusedExchange::Run(const void* mine, size_t bytes,
   int carried = me;  // the block sent this round
   for (int round = 0; round < n - 1; ++round) {
     const size_t offset = region_offset + static_cast<size_t>(carried) * stride_;
-    send_->send(offset, kHeader + field(block(carried)) + kTrailer, offset);
+    const uint64_t carried_len = field(block(carried));
+    PADDLE_ENFORCE(carried_len <= capacity_,
+                   errors::External("fused exchange: rank %d's block says %llu bytes, more than "
+                                    "the capacity of %zu (a corrupted message)",
+                                    carried, static_cast<unsigned long long>(carried_len),
+                                    capacity_));
+    send_->send(offset, kHeader + carried_len + kTrailer, offset);
     carried = (carried + n - 1) % n;  // the left neighbour's block, arriving now
     try {
       recv_->waitRecv();
