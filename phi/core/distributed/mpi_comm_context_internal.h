@@ -1,0 +1,117 @@
+// The MPI CommContext's class (internal to the MPI engine: mpi_comm_context.cc holds start-up
+// and the collectives, mpi_p2p.cc point-to-point and groups, mpi_types.cc the mapping of our
+// dtypes and reduce ops onto MPI's).
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "phi/core/distributed/comm_context.h"
+#include "phi/core/distributed/cpu_coalesce.h"
+#include "phi/core/errors.h"
+
+namespace phi {
+namespace distributed {
+
+// Raises External with MPI's own error string when `rc` is not MPI_SUCCESS.
+void CheckMpi(int rc, const char* what, const std::string& where);
+
+// What MPI sees of a buffer of our dtype: a type and a count of it.
+struct MpiBuffer {
+  MPI_Datatype type;
+  int count;
+};
+// For moving bytes (broadcast, gather, send): an unsigned type of the element's width, so
+// that counts of up to INT_MAX elements fit (complex types as their real view).
+MpiBuffer MpiMoveBuffer(DataType dtype, int64_t count);
+// For reducing a real (or bool) dtype under `op`: MPI's own type and op where MPI has them,
+// a committed contiguous byte type with a user-defined MPI_Op over the shared CPU kernels
+// (cpu_reduce.h) for float16 and bfloat16. AVG and PREMUL_SUM reduce as SUM (the caller
+// scales before or divides after, as the Gloo engine does).
+struct MpiReduction {
+  MPI_Datatype type;
+  MPI_Op op;
+};
+MpiReduction MpiReductionFor(DataType real_dtype, ReduceOp op);
+// Raises InvalidArgument when `count` does not fit MPI's int counts.
+int MpiCount(int64_t count, const char* what);
+
+class MpiCommContext : public CommContext {
+ public:
+  MpiCommContext(MPI_Comm comm, int rank, int size, std::chrono::milliseconds timeout,
+                 std::string describe);
+  ~MpiCommContext() override;
+
+  std::string BackendName() const override { return "MPI"; }
+  bool SupportsAnySource() const override { return true; }
+
+  void AllReduce(const void* send, void* recv, int64_t count, DataType dtype,
+                 const Reduction& red, Stream*) override;
+  void Broadcast(const void* send, void* recv, int64_t count, DataType dtype, int root,
+                 Stream*) override;
+  void Reduce(const void* send, void* recv, int64_t count, DataType dtype, const Reduction& red,
+              int root, Stream*) override;
+  void AllGather(const void* send, void* recv, int64_t send_count, DataType dtype,
+                 Stream*) override;
+  void ReduceScatter(const void* send, void* recv, int64_t recv_count, DataType dtype,
+                     const Reduction& red, Stream*) override;
+  void Send(const void* send, int64_t count, DataType dtype, int peer, int tag,
+            Stream*) override;
+  void Recv(void* recv, int64_t count, DataType dtype, int peer, int tag, Stream*,
+            int* source) override;
+  void Abort(const std::string& why) override { MarkBroken("aborted: " + why); }
+  void GroupStart() override { ++depth_; }
+  void GroupEnd() override;
+  void GroupAbort() override;
+
+ private:
+  // A send or receive of an open group, posted at the outermost GroupEnd.
+  struct DeferredP2P {
+    bool is_send;
+    const void* src;
+    void* dst;
+    int64_t count;
+    DataType dtype;
+    int peer;  // kAnyPeer allowed for a receive
+    int tag;
+    int* source;
+  };
+
+  void RunAllReduce(const void* send, void* recv, int64_t count, DataType dtype,
+                    const Reduction& red);
+  // Posts one nonblocking send or receive (mpi_p2p.cc).
+  MPI_Request Post(const DeferredP2P& op);
+  // Completes `reqs` together: polls MPI_Testall so that the group's timeout and Abort end
+  // the wait (a blocking MPI_Waitall would wait forever for a peer that never sends).
+  void WaitAll(std::vector<MPI_Request>* reqs, std::vector<MPI_Status>* statuses,
+               const char* what);
+  void RunDeferredP2P(const std::vector<DeferredP2P>& ops);
+  void CheckPeer(int peer, bool any_allowed, const char* what) const;
+  int CheckTag(int tag) const;
+
+  // Every MPI call goes through here: raises at once when the communicator is already
+  // broken, and marks it broken on a failure.
+  void Call(int rc, const char* what);
+  void ThrowIfBroken() const;
+  void MarkBroken(const std::string& why);
+
+  MPI_Comm comm_;
+  std::chrono::milliseconds timeout_;
+  std::string describe_;
+  int tag_ub_ = 32767;  // MPI_TAG_UB of the communicator (the standard's minimum until read)
+  std::atomic<bool> is_broken_{false};
+  mutable std::mutex broken_mu_;
+  std::string broken_;  // the first failure's message; empty while usable
+  // Group state; only the comm stream's thread touches it.
+  int depth_ = 0;
+  std::vector<PendingCpuAllReduce> pending_allreduce_;
+  std::vector<DeferredP2P> pending_p2p_;
+};
+
+}  // namespace distributed
+}  // namespace phi
