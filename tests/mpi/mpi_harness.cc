@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "paddle_like/dist/distributed.h"
 #include "phi/core/distributed/mpi_comm_context.h"
 #include "phi/core/distributed/store/prefix_store.h"
 #include "phi/core/distributed/store/tcp_store.h"
@@ -23,12 +24,14 @@ namespace testing {
 namespace {
 
 std::shared_ptr<phi::distributed::Store> g_store;
+std::shared_ptr<phi::distributed::Store> g_run_store;
 int g_port = 0;
 int g_runs = 0;
 
 }  // namespace
 
 std::shared_ptr<phi::distributed::Store> MpiTestStore() { return g_store; }
+std::shared_ptr<phi::distributed::Store> CurrentRunStore() { return g_run_store; }
 int MpiTestStorePort() { return g_port; }
 
 std::string ChildResult::Describe() const {
@@ -55,11 +58,22 @@ void RunRanks(int world_size, const std::function<void(const RankContext&)>& fn,
   ctx.port = g_port;
   ctx.store = std::make_shared<phi::distributed::PrefixStore>("run" + std::to_string(run),
                                                                g_store);
+  g_run_store = ctx.store;
   try {
     fn(ctx);
   } catch (const std::exception& e) {
     ADD_FAILURE() << "rank " << ctx.rank << " raised: " << e.what();
   }
+  // A case that raised before destroy_process_group (the fork harness's process ends
+  // there; this one goes on to the next case).
+  if (dist::is_initialized()) {
+    try {
+      dist::destroy_process_group();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "destroy_process_group after the case: " << e.what();
+    }
+  }
+  g_run_store.reset();
   // The next case starts together on every rank (its groups' creation waits otherwise).
   MPI_Barrier(MPI_COMM_WORLD);
 }
