@@ -6,31 +6,24 @@
 #include <chrono>
 #include <memory>
 
-#include "distributed/process_group_with_stream.h"
+#include "distributed/process_group_cpu.h"
 
 namespace paddle_like {
 namespace distributed {
 
-class ProcessGroupMPI : public ProcessGroupWithStream {
+class ProcessGroupMPI : public ProcessGroupCpu {
  public:
   // Collective over the group's members: creates the group's MPI communicator now
   // (MPI_Comm_create_group), waiting for the members through `store` within `timeout`.
+  // Always eager: MPI creates a communicator collectively, so it cannot wait for the first
+  // op, which may be a send between two of the members only.
   ProcessGroupMPI(std::shared_ptr<phi::distributed::Store> store, int rank, int size, int gid,
                   std::chrono::milliseconds timeout);
-  ~ProcessGroupMPI() override;
-
-  // Creates the group and registers it in ProcessGroupIdMap under gid. The default timeout
-  // is FLAGS_default_group_timeout_s.
-  static std::shared_ptr<ProcessGroupMPI> CreateProcessGroupMPI(
-      std::shared_ptr<phi::distributed::Store> store, int rank, int size, int gid,
-      std::chrono::milliseconds timeout = kUnsetTimeout);
 
   std::string GetBackendName() const override { return "MPI"; }
 
  protected:
-  phi::distributed::CommContext* GetOrCreateCommContext(const phi::Place& place) override;
-  void CheckPlace(const phi::Place& place) const override;
-  phi::Place BarrierPlace(const BarrierOptions&) const override { return phi::CPUPlace(); }
+  std::unique_ptr<phi::distributed::CommContext> CreateCommContext() override;
 };
 
 }  // namespace distributed

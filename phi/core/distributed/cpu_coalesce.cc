@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "phi/core/errors.h"
+
 namespace phi {
 namespace distributed {
 
@@ -42,6 +44,10 @@ void RunFusedCpuAllReduces(const std::vector<PendingCpuAllReduce>& ops,
       off += b;
     }
   }
+}
+
+void ThrowGroupEndWithoutStart(const char* engine) {
+  PADDLE_THROW(errors::PreconditionNotMet("%s GroupEnd without GroupStart.", engine));
 }
 
 }  // namespace distributed

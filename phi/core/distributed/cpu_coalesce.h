@@ -31,5 +31,48 @@ using CpuAllReduceFn = std::function<void(const void* send, void* recv, int64_t 
 void RunFusedCpuAllReduces(const std::vector<PendingCpuAllReduce>& ops,
                            const CpuAllReduceFn& all_reduce);
 
+// The open engine group of a CPU CommContext (GroupStart/GroupEnd nest; only the outermost
+// End issues): the all-reduces and the engine's own point-to-point records (`P2P`) called
+// inside it, kept until then. Only the comm stream's thread touches it.
+template <typename P2P>
+class CpuGroupBatch {
+ public:
+  bool open() const { return depth_ > 0; }
+  void Start() { ++depth_; }
+  void Add(const PendingCpuAllReduce& op) { allreduces_.push_back(op); }
+  void Add(const P2P& op) { p2p_.push_back(op); }
+  // Closes one level. At the outermost it moves the batch out (the context is clean even
+  // when issuing it fails) and returns true; nested, false. `engine` names the caller in
+  // the error for an End without Start.
+  bool End(const char* engine, std::vector<PendingCpuAllReduce>* allreduces,
+           std::vector<P2P>* p2p);
+  // Closes one level after a failure without issuing: nothing of the group was posted yet.
+  void Abort() {
+    if (depth_ == 0 || --depth_ > 0) return;
+    allreduces_.clear();
+    p2p_.clear();
+  }
+
+ private:
+  int depth_ = 0;
+  std::vector<PendingCpuAllReduce> allreduces_;
+  std::vector<P2P> p2p_;
+};
+
+// Raises PreconditionNotMet: `engine` GroupEnd without GroupStart.
+[[noreturn]] void ThrowGroupEndWithoutStart(const char* engine);
+
+template <typename P2P>
+bool CpuGroupBatch<P2P>::End(const char* engine, std::vector<PendingCpuAllReduce>* allreduces,
+                             std::vector<P2P>* p2p) {
+  if (depth_ == 0) ThrowGroupEndWithoutStart(engine);
+  if (--depth_ > 0) return false;
+  *allreduces = std::move(allreduces_);
+  *p2p = std::move(p2p_);
+  allreduces_.clear();
+  p2p_.clear();
+  return true;
+}
+
 }  // namespace distributed
 }  // namespace phi

@@ -199,11 +199,8 @@ void MpiCommContext::Call(int rc, const char* what) {
 
 void MpiCommContext::AllReduce(const void* send, void* recv, int64_t count, DataType dtype,
                                const Reduction& red, Stream*) {
-  if (depth_ > 0) {  // fused at the outermost GroupEnd
-    pending_allreduce_.push_back(PendingCpuAllReduce{send, recv, count, dtype, red});
-    return;
-  }
-  RunAllReduce(send, recv, count, dtype, red);
+  if (!group_.open()) return RunAllReduce(send, recv, count, dtype, red);
+  group_.Add(PendingCpuAllReduce{send, recv, count, dtype, red});  // fused at GroupEnd
 }
 
 void MpiCommContext::RunAllReduce(const void* send, void* recv, int64_t count, DataType dtype,

@@ -65,7 +65,7 @@ class MpiCommContext : public CommContext {
   void Recv(void* recv, int64_t count, DataType dtype, int peer, int tag, Stream*,
             int* source) override;
   void Abort(const std::string& why) override { MarkBroken("aborted: " + why); }
-  void GroupStart() override { ++depth_; }
+  void GroupStart() override { group_.Start(); }
   void GroupEnd() override;
   void GroupAbort() override;
 
@@ -107,10 +107,7 @@ class MpiCommContext : public CommContext {
   std::atomic<bool> is_broken_{false};
   mutable std::mutex broken_mu_;
   std::string broken_;  // the first failure's message; empty while usable
-  // Group state; only the comm stream's thread touches it.
-  int depth_ = 0;
-  std::vector<PendingCpuAllReduce> pending_allreduce_;
-  std::vector<DeferredP2P> pending_p2p_;
+  CpuGroupBatch<DeferredP2P> group_;  // the open group, if any (comm stream's thread only)
 };
 
 }  // namespace distributed

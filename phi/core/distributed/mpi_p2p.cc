@@ -92,22 +92,16 @@ void MpiCommContext::WaitAll(std::vector<MPI_Request>* reqs, std::vector<MPI_Sta
 void MpiCommContext::Send(const void* send, int64_t count, DataType dtype, int peer, int tag,
                           Stream*) {
   CheckPeer(peer, false, "send to");
-  DeferredP2P op{true, send, nullptr, count, dtype, peer, tag, nullptr};
-  if (depth_ > 0) {
-    pending_p2p_.push_back(op);
-    return;
-  }
+  const DeferredP2P op{true, send, nullptr, count, dtype, peer, tag, nullptr};
+  if (group_.open()) return group_.Add(op);  // posted at GroupEnd
   RunDeferredP2P({op});
 }
 
 void MpiCommContext::Recv(void* recv, int64_t count, DataType dtype, int peer, int tag,
                           Stream*, int* source) {
   CheckPeer(peer, true, "recv from");
-  DeferredP2P op{false, nullptr, recv, count, dtype, peer, tag, source};
-  if (depth_ > 0) {
-    pending_p2p_.push_back(op);
-    return;
-  }
+  const DeferredP2P op{false, nullptr, recv, count, dtype, peer, tag, source};
+  if (group_.open()) return group_.Add(op);  // posted at GroupEnd
   RunDeferredP2P({op});
 }
 
@@ -147,14 +141,12 @@ void MpiCommContext::RunDeferredP2P(const std::vector<DeferredP2P>& ops) {
   }
 }
 
+// The group's sends and receives are all posted before any is waited for (a ring of
+// blocking sends would deadlock), then its all-reduces run fused.
 void MpiCommContext::GroupEnd() {
-  PADDLE_ENFORCE(depth_ > 0, errors::PreconditionNotMet("MPI GroupEnd without GroupStart."));
-  if (--depth_ > 0) return;
-  // Take the batch first, so that a failure below leaves the context clean.
-  auto allreduces = std::move(pending_allreduce_);
-  auto p2p = std::move(pending_p2p_);
-  pending_allreduce_.clear();
-  pending_p2p_.clear();
+  std::vector<PendingCpuAllReduce> allreduces;
+  std::vector<DeferredP2P> p2p;
+  if (!group_.End("MPI", &allreduces, &p2p)) return;
   RunDeferredP2P(p2p);
   RunFusedCpuAllReduces(allreduces, [this](const void* send, void* recv, int64_t count,
                                            DataType dtype, const Reduction& red) {
@@ -162,13 +154,7 @@ void MpiCommContext::GroupEnd() {
   });
 }
 
-void MpiCommContext::GroupAbort() {
-  if (depth_ == 0) return;
-  if (--depth_ > 0) return;
-  // Nothing of the group was posted yet: dropping it is enough.
-  pending_allreduce_.clear();
-  pending_p2p_.clear();
-}
+void MpiCommContext::GroupAbort() { group_.Abort(); }
 
 }  // namespace distributed
 }  // namespace phi
