@@ -53,12 +53,32 @@ DenseTensor Filled(int rank, int64_t n) {
 
 class MpiBackend : public ::testing::TestWithParam<int> {};
 
-// env:// under mpirun: no RANK or WORLD_SIZE (the harness unset them), mpirun's variables
-// give both; the store's address is exported by the harness as a user would with -x. The
-// only env:// init of the job, so the store's root keys are its own. "mpi" and "cpu:mpi".
+// Saves an environment variable and unsets it for the scope.
+class UnsetEnv {
+ public:
+  explicit UnsetEnv(const char* name) : name_(name) {
+    const char* v = std::getenv(name);
+    if (v != nullptr) saved_ = v, had_ = true;
+    unsetenv(name);
+  }
+  ~UnsetEnv() {
+    if (had_) setenv(name_, saved_.c_str(), 1);
+  }
+
+ private:
+  const char* name_;
+  std::string saved_;
+  bool had_ = false;
+};
+
+// env:// under mpirun as a user starts it: no RANK or WORLD_SIZE (the harness unset them)
+// and no MASTER_ADDR / MASTER_PORT: mpirun's variables give the ranks and rank 0 hosts a
+// store whose address MPI carries. "mpi" and "cpu:mpi".
 TEST_P(MpiBackend, InitProcessGroupFromMpirunVariables) {
   RunRanks(GetParam(), [](const RankContext& ctx) {
     ASSERT_TRUE(dist::is_mpi_available());
+    UnsetEnv addr("MASTER_ADDR"), port("MASTER_PORT"), hosted("PADDLE_STORE_HOSTED");
+    EXPECT_TRUE(phi::distributed::MpiJobWithoutStoreAddress());
     dist::InitOptions o;
     o.backend = "mpi";
     o.timeout = std::chrono::seconds(20);

@@ -29,10 +29,12 @@ const char* kUsage =
     "  -r, --root R            root of broadcast, reduce, gather, scatter (default 0)\n"
     "  -k, --check 0|1         verify every result, the #wrong column (default 1)\n"
     "      --no-inplace        skip the in-place half of the table\n"
-    "      --backend B         gloo (default) or nccl (GPU builds)\n"
+    "      --backend B         gloo (default), nccl (GPU builds) or mpi (MPI builds; under\n"
+    "                          mpirun, which gives ranks and, without MASTER_ADDR, the store)\n"
     "      --sync              sync_op=true: every op waited before the next one\n"
     "      --async             issue all iterations, then wait for all (default)\n"
-    "      --baseline          also time the raw engine (gloo::allreduce / ncclAllReduce)\n"
+    "      --baseline          also time the raw engine (gloo::allreduce / ncclAllReduce /\n"
+    "                          MPI_Allreduce)\n"
     "                          on the same sizes and print our/raw time ratios (allreduce);\n"
     "                          raw Gloo binds its buffers (AllreduceOptions) per call\n"
     "      --baseline_reuse    --baseline, raw Gloo reusing one AllreduceOptions (best case)\n"
@@ -171,8 +173,8 @@ BenchOptions ParseBenchOptions(int argc, char** argv) {
       o.in_place = false;
     } else if (flag == "--backend") {
       o.backend = next();
-      if (o.backend != "gloo" && o.backend != "nccl") {
-        Die("--backend must be gloo or nccl, got '" + o.backend + "'");
+      if (o.backend != "gloo" && o.backend != "nccl" && o.backend != "mpi") {
+        Die("--backend must be gloo, nccl or mpi, got '" + o.backend + "'");
       }
     } else if (flag == "--sync") {
       o.sync = true;

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "phi/core/distributed/comm_context.h"
+#include "phi/core/distributed/store/rendezvous.h"
 #include "phi/core/distributed/store/store.h"
 
 namespace phi {
@@ -29,6 +30,14 @@ void EnsureMpiInitialized();
 // This process's rank and size in MPI_COMM_WORLD (initializing MPI first).
 int MpiWorldRank();
 int MpiWorldSize();
+
+// Whether this is a process of an mpirun job (OMPI_COMM_WORLD_RANK set) whose environment
+// names no store (MASTER_ADDR, MASTER_PORT and PADDLE_MASTER unset).
+bool MpiJobWithoutStoreAddress();
+// env:// for such a job: rank and size from MPI_COMM_WORLD; rank 0 hosts a TCPStore on a
+// free port (on 127.0.0.1 when every rank is on its node, else on its host name) and sends
+// host:port to the others with MPI_Bcast. Collective over MPI_COMM_WORLD.
+RendezvousResult MpiRendezvous(std::chrono::milliseconds timeout);
 
 // Creates the group's MPI communicator: the members publish their MPI_COMM_WORLD ranks under
 // "mpi/<gid>/" in `store` (so a missing member is a store Timeout, not a hang), then
