@@ -21,6 +21,19 @@ struct PendingCpuAllReduce {
   Reduction red;
 };
 
+// A send or receive recorded between GroupStart and GroupEnd, posted at the outermost
+// GroupEnd (with the group's other sends and receives, so any order of a batch completes).
+struct PendingCpuP2P {
+  bool is_send;
+  const void* src;  // a send's data
+  void* dst;        // a receive's buffer
+  int64_t count;
+  DataType dtype;
+  int peer;  // CommContext::kAnyPeer allowed for a receive
+  int tag;
+  int* source;  // a receive's sender is written here when not null
+};
+
 // Runs one all-reduce of `count` elements (send may equal recv): the engine's own.
 using CpuAllReduceFn = std::function<void(const void* send, void* recv, int64_t count,
                                           DataType dtype, const Reduction& red)>;
@@ -32,9 +45,9 @@ void RunFusedCpuAllReduces(const std::vector<PendingCpuAllReduce>& ops,
                            const CpuAllReduceFn& all_reduce);
 
 // The open engine group of a CPU CommContext (GroupStart/GroupEnd nest; only the outermost
-// End issues): the all-reduces and the engine's own point-to-point records (`P2P`) called
-// inside it, kept until then. Only the comm stream's thread touches it.
-template <typename P2P>
+// End issues): the all-reduces and the point-to-point records (`P2P`) called inside it,
+// kept until then. Only the comm stream's thread touches it.
+template <typename P2P = PendingCpuP2P>
 class CpuGroupBatch {
  public:
   bool open() const { return depth_ > 0; }

@@ -48,39 +48,33 @@ class MpiCommContext : public CommContext {
   ~MpiCommContext() override;
 
   std::string BackendName() const override { return "MPI"; }
-  bool SupportsAnySource() const override { return true; }
+  bool SupportsAnySource() const override { return true; }  // MPI_ANY_SOURCE
 
+  // Reductions: MPI's own type and op, or a user MPI_Op over the shared CPU kernels
+  // (mpi_types.cc); complex, AVG and PREMUL_SUM prepared by the shared cpu_reduce code.
   void AllReduce(const void* send, void* recv, int64_t count, DataType dtype,
                  const Reduction& red, Stream*) override;
-  void Broadcast(const void* send, void* recv, int64_t count, DataType dtype, int root,
-                 Stream*) override;
   void Reduce(const void* send, void* recv, int64_t count, DataType dtype, const Reduction& red,
               int root, Stream*) override;
-  void AllGather(const void* send, void* recv, int64_t send_count, DataType dtype,
-                 Stream*) override;
   void ReduceScatter(const void* send, void* recv, int64_t recv_count, DataType dtype,
                      const Reduction& red, Stream*) override;
-  void Send(const void* send, int64_t count, DataType dtype, int peer, int tag,
-            Stream*) override;
+  // Moving bytes: MPI_Bcast / MPI_Allgather on an unsigned type of the element's width.
+  void Broadcast(const void* send, void* recv, int64_t count, DataType dtype, int root,
+                 Stream*) override;
+  void AllGather(const void* send, void* recv, int64_t send_count, DataType dtype,
+                 Stream*) override;
+  // Point to point and groups (mpi_p2p.cc): nonblocking, completed together.
   void Recv(void* recv, int64_t count, DataType dtype, int peer, int tag, Stream*,
             int* source) override;
-  void Abort(const std::string& why) override { MarkBroken("aborted: " + why); }
+  void Send(const void* send, int64_t count, DataType dtype, int peer, int tag,
+            Stream*) override;
   void GroupStart() override { group_.Start(); }
   void GroupEnd() override;
   void GroupAbort() override;
+  void Abort(const std::string& why) override { MarkBroken("aborted: " + why); }
 
  private:
-  // A send or receive of an open group, posted at the outermost GroupEnd.
-  struct DeferredP2P {
-    bool is_send;
-    const void* src;
-    void* dst;
-    int64_t count;
-    DataType dtype;
-    int peer;  // kAnyPeer allowed for a receive
-    int tag;
-    int* source;
-  };
+  using DeferredP2P = PendingCpuP2P;
 
   void RunAllReduce(const void* send, void* recv, int64_t count, DataType dtype,
                     const Reduction& red);
@@ -107,7 +101,7 @@ class MpiCommContext : public CommContext {
   std::atomic<bool> is_broken_{false};
   mutable std::mutex broken_mu_;
   std::string broken_;  // the first failure's message; empty while usable
-  CpuGroupBatch<DeferredP2P> group_;  // the open group, if any (comm stream's thread only)
+  CpuGroupBatch<> group_;  // the open group, if any (comm stream's thread only)
 };
 
 }  // namespace distributed
