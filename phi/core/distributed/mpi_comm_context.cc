@@ -1,5 +1,6 @@
 #include "phi/core/distributed/mpi_comm_context.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -45,6 +46,18 @@ struct InitState {
 InitState& Init() {
   static auto* s = new InitState();  // outlives static destructors
   return *s;
+}
+
+// A byte count from the environment (read once per communicator; every rank must see the
+// same value, as with PADDLE_GLOO_ALLREDUCE_ALGO). Unset: `fallback`.
+size_t SizeFromEnv(const char* name, size_t fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const long long x = std::strtoll(v, &end, 10);
+  PADDLE_ENFORCE(*end == '\0' && x >= 0,
+                 errors::InvalidArgument("%s='%s': expected a byte count >= 0", name, v));
+  return static_cast<size_t>(x);
 }
 
 }  // namespace
@@ -160,6 +173,8 @@ MpiCommContext::MpiCommContext(MPI_Comm comm, int rank, int size,
   if (MPI_Comm_get_attr(comm_, MPI_TAG_UB, &ub, &flag) == MPI_SUCCESS && flag && ub) {
     tag_ub_ = *ub;
   }
+  segment_bytes_ = SizeFromEnv("PADDLE_MPI_ALLREDUCE_SEGMENT_BYTES", segment_bytes_);
+  segment_above_bytes_ = SizeFromEnv("PADDLE_MPI_ALLREDUCE_SEGMENT_ABOVE", segment_above_bytes_);
   int my_rank = -1;
   CheckMpi(MPI_Comm_rank(comm_, &my_rank), "MPI_Comm_rank", describe_);
   PADDLE_ENFORCE(my_rank == rank, errors::External("%s: MPI gave this process rank %d.",
@@ -209,9 +224,21 @@ void MpiCommContext::RunAllReduce(const void* send, void* recv, int64_t count, D
   if (count == 0) return;
   CpuReduceInput p = PrepareCpuReduce(send, count, dtype, red);
   MpiReduction m = MpiReductionFor(p.dtype, red.op);
-  const int n = MpiCount(p.count, "allreduce");
-  Call(MPI_Allreduce(p.data == recv ? MPI_IN_PLACE : p.data, recv, n, m.type, m.op, comm_),
-       "MPI_Allreduce");
+  const size_t es = SizeOf(p.dtype);
+  const bool in_place = p.data == recv;
+  // Large buffers in segments (see segment_bytes_): the same split on every rank, since it
+  // depends only on the count and the environment.
+  int64_t seg = p.count;
+  if (segment_bytes_ > 0 && static_cast<size_t>(p.count) * es > segment_above_bytes_) {
+    seg = std::max<int64_t>(1, static_cast<int64_t>(segment_bytes_ / es));
+  }
+  for (int64_t off = 0; off < p.count; off += seg) {
+    const int n = MpiCount(std::min(seg, p.count - off), "allreduce");
+    char* out = static_cast<char*>(recv) + static_cast<size_t>(off) * es;
+    const void* in =
+        in_place ? MPI_IN_PLACE : static_cast<const char*>(p.data) + static_cast<size_t>(off) * es;
+    Call(MPI_Allreduce(in, out, n, m.type, m.op, comm_), "MPI_Allreduce");
+  }
   if (red.op == ReduceOp::AVG) CpuDivide(p.dtype, recv, p.count, GetSize());
 }
 

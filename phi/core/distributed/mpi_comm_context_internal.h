@@ -98,6 +98,13 @@ class MpiCommContext : public CommContext {
   std::chrono::milliseconds timeout_;
   std::string describe_;
   int tag_ub_ = 32767;  // MPI_TAG_UB of the communicator (the standard's minimum until read)
+  // All-reduces of more than segment_above_bytes_ run as MPI_Allreduce calls of
+  // segment_bytes_ each (PADDLE_MPI_ALLREDUCE_SEGMENT_BYTES / _SEGMENT_ABOVE; 0 bytes: never).
+  // Why: past ~24 MiB OpenMPI's own all-reduce on one node falls from ~4.5 to ~2 GB/s
+  // (its scratch no longer fits the caches and is fresh memory per call), while 1 MiB pieces
+  // keep ~3.8-4 GB/s (docs/benchmarks.md, "MPI backend").
+  size_t segment_bytes_ = size_t{1} << 20;
+  size_t segment_above_bytes_ = size_t{16} << 20;
   std::atomic<bool> is_broken_{false};
   mutable std::mutex broken_mu_;
   std::string broken_;  // the first failure's message; empty while usable
