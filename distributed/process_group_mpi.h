@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 
 #include "distributed/process_group_cpu.h"
 
@@ -13,14 +14,14 @@ namespace distributed {
 
 class ProcessGroupMPI : public ProcessGroupCpu {
  public:
+  std::string GetBackendName() const override { return "MPI"; }
+
   // Collective over the group's members: creates the group's MPI communicator now
   // (MPI_Comm_create_group), waiting for the members through `store` within `timeout`.
   // Always eager: MPI creates a communicator collectively, so it cannot wait for the first
   // op, which may be a send between two of the members only.
   ProcessGroupMPI(std::shared_ptr<phi::distributed::Store> store, int rank, int size, int gid,
                   std::chrono::milliseconds timeout);
-
-  std::string GetBackendName() const override { return "MPI"; }
 
  protected:
   std::unique_ptr<phi::distributed::CommContext> CreateCommContext() override;

@@ -2,8 +2,10 @@
 // MPI): one exchange per (dtype, op, factor) instead of one per tensor.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <thread>
 #include <vector>
 
 #include "phi/core/data_type.h"
@@ -46,12 +48,22 @@ void RunFusedCpuAllReduces(const std::vector<PendingCpuAllReduce>& ops,
 
 // The open engine group of a CPU CommContext (GroupStart/GroupEnd nest; only the outermost
 // End issues): the all-reduces and the point-to-point records (`P2P`) called inside it,
-// kept until then. Only the comm stream's thread touches it.
+// kept until then. The group belongs to the thread that opened it (the comm stream's): a
+// send or receive that a point-to-point lane runs on another thread meanwhile is not part
+// of it (open() is false there) and runs at once.
 template <typename P2P = PendingCpuP2P>
 class CpuGroupBatch {
  public:
-  bool open() const { return depth_ > 0; }
-  void Start() { ++depth_; }
+  bool open() const {
+    return depth_.load(std::memory_order_relaxed) > 0 &&
+           owner_.load(std::memory_order_relaxed) == std::this_thread::get_id();
+  }
+  void Start() {
+    if (depth_.load(std::memory_order_relaxed) == 0) {
+      owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+    }
+    depth_.fetch_add(1, std::memory_order_relaxed);
+  }
   void Add(const PendingCpuAllReduce& op) { allreduces_.push_back(op); }
   void Add(const P2P& op) { p2p_.push_back(op); }
   // Closes one level. At the outermost it moves the batch out (the context is clean even
@@ -61,13 +73,15 @@ class CpuGroupBatch {
            std::vector<P2P>* p2p);
   // Closes one level after a failure without issuing: nothing of the group was posted yet.
   void Abort() {
-    if (depth_ == 0 || --depth_ > 0) return;
+    if (depth_.load(std::memory_order_relaxed) == 0) return;
+    if (depth_.fetch_sub(1, std::memory_order_relaxed) > 1) return;
     allreduces_.clear();
     p2p_.clear();
   }
 
  private:
-  int depth_ = 0;
+  std::atomic<int> depth_{0};
+  std::atomic<std::thread::id> owner_{};
   std::vector<PendingCpuAllReduce> allreduces_;
   std::vector<P2P> p2p_;
 };
@@ -78,8 +92,8 @@ class CpuGroupBatch {
 template <typename P2P>
 bool CpuGroupBatch<P2P>::End(const char* engine, std::vector<PendingCpuAllReduce>* allreduces,
                              std::vector<P2P>* p2p) {
-  if (depth_ == 0) ThrowGroupEndWithoutStart(engine);
-  if (--depth_ > 0) return false;
+  if (depth_.load(std::memory_order_relaxed) == 0) ThrowGroupEndWithoutStart(engine);
+  if (depth_.fetch_sub(1, std::memory_order_relaxed) > 1) return false;
   *allreduces = std::move(allreduces_);
   *p2p = std::move(p2p_);
   allreduces_.clear();
