@@ -9,6 +9,9 @@
 #ifdef PADDLE_WITH_NCCL
 #include "distributed/process_group_nccl.h"
 #endif
+#ifdef PADDLE_WITH_MPI
+#include "distributed/process_group_mpi.h"
+#endif
 
 namespace paddle_like {
 namespace distributed {
@@ -44,6 +47,15 @@ BackendRegistry::BackendRegistry() {
              return std::make_shared<ProcessGroupGloo>(local, 0, 1, o.gid, o.timeout);
            },
            {"cpu"});
+#ifdef PADDLE_WITH_MPI
+  // The processes of one mpirun job (see process_group_mpi.h).
+  Register("mpi",
+           [](const BackendOptions& o) -> std::shared_ptr<ProcessGroup> {
+             return std::make_shared<ProcessGroupMPI>(o.store, o.rank, o.size, o.gid,
+                                                      o.timeout);
+           },
+           {"cpu"});
+#endif
 #ifdef PADDLE_WITH_NCCL
   Register("nccl",
            [](const BackendOptions& o) -> std::shared_ptr<ProcessGroup> {

@@ -139,6 +139,13 @@ void EvaluateRecords(const std::vector<AgreementRecord>& recs, int my_rank,
 
 constexpr size_t kRecordBytes = sizeof(AgreementRecord::v);
 
+// Whether a payload of `bytes` can travel with the record: within the communicator's variable
+// all-gather, or, without one, within the fixed slot.
+bool FitsExchange(phi::distributed::CommContext* comm, size_t bytes) {
+  const size_t cap = comm->VariableGatherCapacity();
+  return cap > 0 ? kRecordBytes + bytes <= cap : bytes <= kFusedPayloadBytes;
+}
+
 // Every rank's record, and after it the payload a fused all-reduce sends along.
 struct Gathered {
   const char* base = nullptr;  // rank r's record at base + r * stride, its payload after it
@@ -153,9 +160,11 @@ struct Gathered {
 Gathered Exchange(phi::distributed::CommContext* comm, phi::Stream* stream,
                   const AgreementRecord& mine, const void* payload, size_t payload_bytes) {
   const int size = comm->GetSize();
-  const bool variable = kRecordBytes + payload_bytes <= comm->VariableGatherCapacity();
+  // Every check of a communicator takes the same path, whatever the op: a rank running a
+  // different op must still meet the others in the same exchange.
+  const bool variable = comm->VariableGatherCapacity() > 0;
   const size_t slot = variable ? kRecordBytes + payload_bytes : kRecordBytes + kFusedPayloadBytes;
-  PADDLE_ENFORCE(kRecordBytes + payload_bytes <= slot,
+  PADDLE_ENFORCE(FitsExchange(comm, payload_bytes),
                  phi::errors::PreconditionNotMet("a fused payload of %zu bytes does not fit",
                                                    payload_bytes));
   std::vector<char> send(slot, 0);
@@ -203,9 +212,7 @@ void FusedSmallAllReduce(phi::distributed::CommContext* comm, phi::Stream* strea
   using namespace phi::distributed;  // NOLINT: the host reduction kernels
   CpuReduceInput in = PrepareCpuReduce(send, count, dtype, red);
   const size_t bytes = static_cast<size_t>(in.count) * phi::SizeOf(in.dtype);
-  const bool fits = kRecordBytes + bytes <= comm->VariableGatherCapacity() ||
-                    bytes <= kFusedPayloadBytes;
-  if (!fits) {  // the communicator's exchange is smaller: check, then the engine's all-reduce
+  if (!FitsExchange(comm, bytes)) {  // the communicator's exchange is smaller: check, then the engine's all-reduce
     CheckAgreement(comm, stream, mine, group, gid, store);
     comm->AllReduce(send, recv, count, dtype, red, stream);
     return;

@@ -14,6 +14,9 @@
 #include "phi/core/distributed/store/rendezvous.h"
 #include "phi/core/errors.h"
 #include "phi/core/flags.h"
+#ifdef PADDLE_WITH_MPI
+#include "phi/core/distributed/mpi_comm_context.h"
+#endif
 
 namespace paddle_like {
 namespace dist {
@@ -222,6 +225,19 @@ class World {
     auto by_device = ParseBackendConfig(config);
     std::shared_ptr<Store> store = o.store;
     int rank = o.rank, size = o.world_size;
+#ifdef PADDLE_WITH_MPI
+    // mpirun numbers the ranks but names no store: with an MPI backend, rank 0 hosts one and
+    // MPI carries its address (docs/architecture.md, "MPI backend").
+    const bool uses_mpi = std::any_of(by_device.begin(), by_device.end(),
+                                      [](const auto& kv) { return kv.second == "mpi"; });
+    if (!store && uses_mpi && o.init_method == "env://" &&
+        phi::distributed::MpiJobWithoutStoreAddress()) {
+      auto rv = phi::distributed::MpiRendezvous(phi::distributed::Store::kDefaultTimeout);
+      store = rv.store;
+      rank = rv.rank;
+      size = rv.world_size;
+    }
+#endif
     if (!store) {
       auto rv = phi::distributed::Rendezvous(o.init_method, o.rank, o.world_size);
       store = rv.store;

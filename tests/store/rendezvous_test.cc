@@ -51,6 +51,28 @@ TEST(RendezvousParseTest, EnvStandardNames) {
   EXPECT_FALSE(s.host_server);
 }
 
+// Under mpirun, OpenMPI's variables give rank, size and local rank where nothing else does;
+// the store's address must still be given, and the error says how.
+TEST(RendezvousParseTest, EnvOpenMpiNames) {
+  auto s = ParseInitMethod("env://", -1, -1,
+                           Env({{"MASTER_ADDR", "h"}, {"MASTER_PORT", "29500"},
+                                {"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "4"},
+                                {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}}));
+  EXPECT_EQ(s.rank, 2);
+  EXPECT_EQ(s.world_size, 4);
+  EXPECT_EQ(s.local_rank, 0);
+  auto launcher = ParseInitMethod("env://", -1, -1,
+                                  Env({{"MASTER_ADDR", "h"}, {"MASTER_PORT", "29500"},
+                                       {"RANK", "1"}, {"WORLD_SIZE", "2"},
+                                       {"OMPI_COMM_WORLD_RANK", "0"},
+                                       {"OMPI_COMM_WORLD_SIZE", "1"}}));
+  EXPECT_EQ(launcher.rank, 1);  // the launcher's own variables win
+  EXPECT_EQ(launcher.world_size, 2);
+  std::string msg = ErrorOf("env://", {{"OMPI_COMM_WORLD_RANK", "0"},
+                                       {"OMPI_COMM_WORLD_SIZE", "2"}});
+  EXPECT_NE(msg.find("mpirun -x MASTER_ADDR"), std::string::npos) << msg;
+}
+
 TEST(RendezvousParseTest, EnvPaddleNames) {
   auto s = ParseInitMethod("env://", -1, -1,
                            Env({{"PADDLE_MASTER", "node0:6170"}, {"PADDLE_TRAINER_ID", "0"},

@@ -71,5 +71,8 @@ std::unique_ptr<RawAllReduce> MakeRawNccl(const std::shared_ptr<phi::distributed
                                           int rank, int size, int device, phi::DataType dtype,
                                           phi::distributed::ReduceOp op);
 
+// MPI_Allreduce on a duplicate of MPI_COMM_WORLD (builds with MPI only; AVG as SUM).
+std::unique_ptr<RawAllReduce> MakeRawMpi(phi::DataType dtype, phi::distributed::ReduceOp op);
+
 }  // namespace bench
 }  // namespace paddle_like

@@ -16,6 +16,10 @@
 #ifdef PADDLE_WITH_NCCL
 #include "distributed/process_group_nccl.h"
 #endif
+#ifdef PADDLE_WITH_MPI
+#include "distributed/process_group_mpi.h"
+#include "phi/core/distributed/mpi_comm_context.h"
+#endif
 
 namespace paddle_like {
 namespace bench {
@@ -33,7 +37,20 @@ Job Connect(const BenchOptions& o) {
     const char* v = std::getenv(name);
     return v != nullptr && *v != '\0';
   };
-  const bool env_job = set("WORLD_SIZE") || set("PADDLE_TRAINERS_NUM");
+  // mpirun's variables make a job too (the rendezvous reads them).
+  const bool env_job =
+      set("WORLD_SIZE") || set("PADDLE_TRAINERS_NUM") || set("OMPI_COMM_WORLD_SIZE");
+#ifdef PADDLE_WITH_MPI
+  if (o.backend == "mpi" && o.init_method == "env://" &&
+      phi::distributed::MpiJobWithoutStoreAddress()) {
+    auto r = phi::distributed::MpiRendezvous(timeout);  // rank 0's store, sent over MPI
+    job.store = r.store;
+    job.rank = r.rank;
+    job.world = r.world_size;
+    job.local_rank = r.local_rank;
+    return job;
+  }
+#endif
   if (o.init_method == "env://" && !env_job) {
     job.store = std::make_shared<phi::distributed::HashStore>(timeout);  // standalone
     return job;
@@ -68,6 +85,15 @@ int Main(int argc, char** argv) {
     }
 #else
     std::fprintf(stderr, "comm_bench: --backend nccl needs a build with CUDA and NCCL\n");
+    return 2;
+#endif
+  } else if (o.backend == "mpi") {
+#ifdef PADDLE_WITH_MPI
+    pg = std::make_shared<distributed::ProcessGroupMPI>(job.store, job.rank, job.world, 0,
+                                                        timeout);
+    if (o.baseline) raws.push_back(MakeRawMpi(o.dtype, o.redop));
+#else
+    std::fprintf(stderr, "comm_bench: --backend mpi needs a build with MPI\n");
     return 2;
 #endif
   } else {

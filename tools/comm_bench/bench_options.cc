@@ -30,14 +30,15 @@ const char* kUsage =
     "  -k, --check 0|1         verify every result, the #wrong column (default 1)\n"
     "      --no-inplace        skip the in-place half of the table\n"
     "      --no-outofplace     skip the out-of-place half (ops that have an in-place form)\n"
-    "      --backend B         gloo (default) or nccl (GPU builds)\n"
+    "      --backend B         gloo (default), nccl (GPU builds) or mpi (MPI builds; under\n"
+    "                          mpirun, which gives ranks and, without MASTER_ADDR, the store)\n"
     "      --sync              sync_op=true: every op waited before the next one\n"
     "      --async             issue all iterations, then wait for all (default)\n"
     "      --baseline          also time the raw engine on the same sizes, in these processes\n"
     "                          (allreduce): every Gloo algorithm (ring, ring_chunked,\n"
     "                          halving_doubling, bcube, gloo::allreduce) with its buffers\n"
-    "                          bound once per size, or ncclAllReduce; prints the best-of\n"
-    "                          ratio (our median / the best raw median) per size\n"
+    "                          bound once per size, ncclAllReduce, or MPI_Allreduce; prints\n"
+    "                          the best-of ratio (our median / the best raw median) per size\n"
     "      --raw_only          only the raw Gloo algorithms, in processes that hold no group\n"
     "                          (the separate-process baseline; tools/gloo_latency_compare.sh)\n"
     "      --raw_algos A,B     the raw Gloo algorithms to run (default: all five)\n"
@@ -180,8 +181,8 @@ BenchOptions ParseBenchOptions(int argc, char** argv) {
       o.out_of_place = false;
     } else if (flag == "--backend") {
       o.backend = next();
-      if (o.backend != "gloo" && o.backend != "nccl") {
-        Die("--backend must be gloo or nccl, got '" + o.backend + "'");
+      if (o.backend != "gloo" && o.backend != "nccl" && o.backend != "mpi") {
+        Die("--backend must be gloo, nccl or mpi, got '" + o.backend + "'");
       }
     } else if (flag == "--sync") {
       o.sync = true;

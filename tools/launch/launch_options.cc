@@ -54,6 +54,10 @@ const char* LaunchUsage() {
          "  --elastic            a rank killed by a signal does not stop the others: it is\n"
          "                       reported, marked dead in the store (elastic/dead/R, which\n"
          "                       DataParallel's elastic mode reads) and the job goes on\n"
+         "  --backend mpi        an MPI job: runs `mpirun -np N prog args` instead (MPI ranks\n"
+         "                       must be started by mpirun; the ranks find each other through\n"
+         "                       mpirun's variables and MPI). One node only: for several,\n"
+         "                       start mpirun yourself with a hostfile\n"
          "  -h, --help           this text\n"
          "\n"
          "Output lines are prefixed with \"[rank R] \". When a rank fails, the others get SIGTERM,\n"
@@ -101,6 +105,12 @@ LaunchOptions ParseLaunchOptions(int argc, char** argv) {
     } else if (flag == "--master_port" || flag == "--master-port") {
       o.master_port = static_cast<int>(ParseLong(flag, next(), 0, 65535));
       have_port = o.master_port != 0;
+    } else if (flag == "--backend") {
+      o.backend = next();
+      if (o.backend != "mpi") {
+        Die("--backend takes 'mpi' (other backends need no launcher support), got '" +
+            o.backend + "'");
+      }
     } else if (flag == "--log_dir" || flag == "--log-dir") {
       o.log_dir = next();
     } else if (flag == "--grace_s" || flag == "--grace-s") {
@@ -117,6 +127,11 @@ LaunchOptions ParseLaunchOptions(int argc, char** argv) {
   if (o.nnodes > 1 && (!have_addr || !have_port)) {
     Die("a multi-node job (--nnodes > 1) needs --master_addr and --master_port, the same on "
         "every node");
+  }
+  if (o.backend == "mpi" && (o.nnodes > 1 || o.elastic || !o.log_dir.empty())) {
+    Die("--backend mpi runs mpirun on this node only, without --nnodes, --elastic or "
+        "--log_dir: for more, start the job with mpirun yourself (mpirun --hostfile H -np N "
+        "prog ...)");
   }
   if (o.master_addr.empty()) o.master_addr = "127.0.0.1";
   return o;

@@ -19,6 +19,7 @@
 #include <gloo/transport/tcp/device.h>
 #include <glog/logging.h>
 
+#include "phi/core/distributed/cpu_coalesce.h"
 #include "phi/core/distributed/cpu_reduce.h"
 #include "phi/core/distributed/gloo_comm_context_internal.h"
 #include "phi/core/distributed/store/prefix_store.h"
@@ -329,45 +330,12 @@ void GlooCommContext::RunAllReduce(const void* send, void* recv, int64_t count, 
   if (red.op == ReduceOp::AVG) CpuDivide(p.dtype, recv, p.count, GetSize());
 }
 
-// The all-reduces of one group, fused per (dtype, op, factor) into one flat buffer each:
-// one Gloo call instead of one per tensor. Every rank builds the same buckets from the
-// same call sequence, so the fused calls match across ranks.
+// The all-reduces of one group, fused into one Gloo call per (dtype, op, factor).
 void GlooCommContext::RunFusedAllReduces(const std::vector<PendingAllReduce>& ops) {
-  if (ops.empty()) return;
-  if (ops.size() == 1) {
-    const auto& o = ops[0];
-    RunAllReduce(o.send, o.recv, o.count, o.dtype, o.red);
-    return;
-  }
-  std::vector<bool> done(ops.size(), false);
-  for (size_t i = 0; i < ops.size(); ++i) {
-    if (done[i]) continue;
-    std::vector<size_t> bucket;
-    int64_t total = 0;
-    for (size_t j = i; j < ops.size(); ++j) {
-      if (!done[j] && ops[j].dtype == ops[i].dtype && ops[j].red.op == ops[i].red.op &&
-          ops[j].red.premul_factor == ops[i].red.premul_factor) {
-        bucket.push_back(j);
-        done[j] = true;
-        total += ops[j].count;
-      }
-    }
-    size_t es = SizeOf(ops[i].dtype);
-    std::vector<char> flat(static_cast<size_t>(total) * es);
-    size_t off = 0;
-    for (size_t j : bucket) {
-      size_t b = static_cast<size_t>(ops[j].count) * es;
-      if (b) std::memcpy(flat.data() + off, ops[j].send, b);
-      off += b;
-    }
-    RunAllReduce(flat.data(), flat.data(), total, ops[i].dtype, ops[i].red);
-    off = 0;
-    for (size_t j : bucket) {
-      size_t b = static_cast<size_t>(ops[j].count) * es;
-      if (b) std::memcpy(ops[j].recv, flat.data() + off, b);
-      off += b;
-    }
-  }
+  RunFusedCpuAllReduces(ops, [this](const void* send, void* recv, int64_t count,
+                                    DataType dtype, const Reduction& red) {
+    RunAllReduce(send, recv, count, dtype, red);
+  });
 }
 
 GlooEndpoint ResolveGlooEndpoint(const GlooOptions& o) {

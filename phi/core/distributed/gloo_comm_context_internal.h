@@ -15,6 +15,7 @@
 #include <gloo/transport/unbound_buffer.h>
 
 #include "phi/core/distributed/comm_context.h"
+#include "phi/core/distributed/cpu_coalesce.h"
 #include "phi/core/distributed/gloo_mesh_internal.h"
 #include "phi/core/errors.h"
 
@@ -126,13 +127,7 @@ class GlooCommContext : public CommContext {
   void GroupAbort() override;
 
  private:
-  struct PendingAllReduce {
-    const void* send;
-    void* recv;
-    int64_t count;
-    DataType dtype;
-    Reduction red;
-  };
+  using PendingAllReduce = PendingCpuAllReduce;  // fused at GroupEnd (cpu_coalesce.h)
   // A send or receive of an open group, posted at the outermost GroupEnd (see gloo_p2p.cc).
   struct DeferredP2P {
     bool is_send;

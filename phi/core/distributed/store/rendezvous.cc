@@ -110,6 +110,14 @@ std::map<std::string, std::string> ParseQuery(const std::string& q, Problems* p)
   return out;
 }
 
+// mpirun numbers the ranks but has no store: the store's address still comes from the
+// environment (documented in docs/architecture.md, "MPI backend").
+std::string UnderMpirunHint(const EnvLookup& env) {
+  if (!env("OMPI_COMM_WORLD_RANK")) return "";
+  return " (under mpirun, export them to every rank: mpirun -x MASTER_ADDR=<rank 0's host> "
+         "-x MASTER_PORT=<a free port> ...)";
+}
+
 }  // namespace
 
 EnvLookup ProcessEnv() {
@@ -155,6 +163,13 @@ RendezvousSpec ParseInitMethod(const std::string& init_method, int rank, int wor
     n.Offer("PADDLE_TRAINERS_NUM", env("PADDLE_TRAINERS_NUM"));
     lr.Offer("LOCAL_RANK", env("LOCAL_RANK"));
     lr.Offer("PADDLE_RANK_IN_NODE", env("PADDLE_RANK_IN_NODE"));
+    // Under OpenMPI's mpirun: one more source, used only where nothing above names the value
+    // (a launcher's RANK inside an mpirun job wins over mpirun's own numbering).
+    if (r.given.empty()) r.Offer("OMPI_COMM_WORLD_RANK", env("OMPI_COMM_WORLD_RANK"));
+    if (n.given.empty()) n.Offer("OMPI_COMM_WORLD_SIZE", env("OMPI_COMM_WORLD_SIZE"));
+    if (lr.given.empty()) {
+      lr.Offer("OMPI_COMM_WORLD_LOCAL_RANK", env("OMPI_COMM_WORLD_LOCAL_RANK"));
+    }
     addr.Offer("MASTER_ADDR", env("MASTER_ADDR"));
     port.Offer("MASTER_PORT", env("MASTER_PORT"));
     if (auto pm = env("PADDLE_MASTER")) {
@@ -223,7 +238,8 @@ RendezvousSpec ParseInitMethod(const std::string& init_method, int rank, int wor
       }
     }
     if (addr.given.empty()) {
-      problems.Add("missing master address: set MASTER_ADDR (or PADDLE_MASTER=host:port)");
+      problems.Add("missing master address: set MASTER_ADDR (or PADDLE_MASTER=host:port)" +
+                   UnderMpirunHint(env));
     } else {
       spec.master_addr = addr.given[0].second;
     }
@@ -234,7 +250,8 @@ RendezvousSpec ParseInitMethod(const std::string& init_method, int rank, int wor
         spec.master_port = static_cast<uint16_t>(v);
       }
     } else if (port.given.empty()) {
-      problems.Add("missing master port: set MASTER_PORT (or PADDLE_MASTER=host:port)");
+      problems.Add("missing master port: set MASTER_PORT (or PADDLE_MASTER=host:port)" +
+                   UnderMpirunHint(env));
     }
   }
   if (spec.world_size != -1 && spec.world_size < 1) {

@@ -1,0 +1,45 @@
+#include "distributed/process_group_cpu.h"
+
+#include "phi/core/distributed/comm_context_manager.h"
+#include "phi/core/errors.h"
+
+namespace paddle_like {
+namespace distributed {
+
+using phi::distributed::CommContextManager;
+
+ProcessGroupCpu::ProcessGroupCpu(std::shared_ptr<phi::distributed::Store> store, int rank,
+                                 int size, int gid, std::chrono::milliseconds timeout,
+                                 std::string comm_key)
+    : ProcessGroupWithStream(std::move(store), rank, size, gid, timeout),
+      comm_key_(std::move(comm_key)) {}
+
+ProcessGroupCpu::~ProcessGroupCpu() {
+  ShutdownStreams();
+  CommContextManager::Instance().Erase(CommContextManager::KeyOf(comm_key_, GetGid()), this);
+}
+
+void ProcessGroupCpu::CreateCommContextNow() {
+  try {
+    GetOrCreateCommContext(phi::CPUPlace());
+  } catch (...) {
+    CommContextManager::Instance().Erase(CommContextManager::KeyOf(comm_key_, GetGid()), this);
+    throw;
+  }
+}
+
+phi::distributed::CommContext* ProcessGroupCpu::GetOrCreateCommContext(const phi::Place&) {
+  return CommContextManager::Instance().GetOrCreate(
+      CommContextManager::KeyOf(comm_key_, GetGid()), this, GetRank(), GetSize(),
+      [this] { return CreateCommContext(); });
+}
+
+void ProcessGroupCpu::CheckPlace(const phi::Place& place) const {
+  PADDLE_ENFORCE(place.is_cpu(),
+                 phi::errors::InvalidArgument(
+                     "ProcessGroup%s runs on CPU tensors, but the tensor is on %s.",
+                     GetBackendName().c_str(), place.DebugString().c_str()));
+}
+
+}  // namespace distributed
+}  // namespace paddle_like

@@ -1,0 +1,40 @@
+// ProcessGroupCpu: what a host-memory backend's group adds to the engine, once: CPU places
+// only, barriers on the CPU, and the group's one communicator kept in CommContextManager
+// under (backend key, gid). A backend derives from it and says how to create its
+// communicator (ProcessGroupMPI does; ProcessGroupGloo predates it and can move onto it).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "distributed/process_group_with_stream.h"
+
+namespace paddle_like {
+namespace distributed {
+
+class ProcessGroupCpu : public ProcessGroupWithStream {
+ public:
+  // `comm_key`: the backend's name in CommContextManager keys ("mpi").
+  ProcessGroupCpu(std::shared_ptr<phi::distributed::Store> store, int rank, int size, int gid,
+                  std::chrono::milliseconds timeout, std::string comm_key);
+  // Finishes the jobs still queued (they use the communicator), then drops the communicator.
+  ~ProcessGroupCpu() override;
+
+ protected:
+  // Creates the group's communicator (called once, from GetOrCreateCommContext).
+  virtual std::unique_ptr<phi::distributed::CommContext> CreateCommContext() = 0;
+  // Creates the communicator now, from a derived constructor; on failure drops what was
+  // registered (no destructor runs for a half-built group) and rethrows.
+  void CreateCommContextNow();
+
+  phi::distributed::CommContext* GetOrCreateCommContext(const phi::Place& place) final;
+  void CheckPlace(const phi::Place& place) const final;
+  phi::Place BarrierPlace(const BarrierOptions&) const final { return phi::CPUPlace(); }
+
+ private:
+  const std::string comm_key_;
+};
+
+}  // namespace distributed
+}  // namespace paddle_like

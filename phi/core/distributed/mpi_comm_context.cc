@@ -1,0 +1,329 @@
+#include "phi/core/distributed/mpi_comm_context.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+
+#include <glog/logging.h>
+
+#include "phi/core/distributed/cpu_reduce.h"
+#include "phi/core/distributed/mpi_comm_context_internal.h"
+#include "phi/core/distributed/store/prefix_store.h"
+
+namespace phi {
+namespace distributed {
+namespace {
+
+const char* ThreadLevelName(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+    default: return "an unknown thread level";
+  }
+}
+
+// Registered with atexit only when this library initialized MPI. Without it, OpenMPI's
+// mpirun takes a rank that returns from main as one that died. Groups still alive at exit
+// (statics) are destroyed after this runs: their destructors see MPI_Finalized and free
+// nothing. A job still running on a comm stream at exit is the program's bug (as with
+// any library torn down under a running thread).
+void FinalizeAtExit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+struct InitState {
+  std::once_flag once;
+  std::string error;  // non-empty: initialization failed, raised on every call
+  bool precondition = false;  // the error is the thread level, not an MPI failure
+};
+
+InitState& Init() {
+  static auto* s = new InitState();  // outlives static destructors
+  return *s;
+}
+
+// A byte count from the environment (read once per communicator; every rank must see the
+// same value, as with PADDLE_GLOO_ALLREDUCE_ALGO). Unset: `fallback`.
+size_t SizeFromEnv(const char* name, size_t fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const long long x = std::strtoll(v, &end, 10);
+  PADDLE_ENFORCE(*end == '\0' && x >= 0,
+                 errors::InvalidArgument("%s='%s': expected a byte count >= 0", name, v));
+  return static_cast<size_t>(x);
+}
+
+}  // namespace
+
+void CheckMpi(int rc, const char* what, const std::string& where) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {0};
+  int len = 0;
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) {
+    std::snprintf(text, sizeof(text), "MPI error code %d", rc);
+  }
+  PADDLE_THROW(errors::External("%s failed on %s: %s", what, where.c_str(), text));
+}
+
+void EnsureMpiInitialized() {
+  InitState& s = Init();
+  std::call_once(s.once, [&s] {
+    int initialized = 0, provided = MPI_THREAD_SINGLE;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+      if (rc != MPI_SUCCESS) {
+        s.error = "MPI_Init_thread failed with code " + std::to_string(rc);
+        return;
+      }
+      std::atexit(FinalizeAtExit);
+      VLOG(1) << "MPI initialized by paddle_like with " << ThreadLevelName(provided);
+    } else {
+      MPI_Query_thread(&provided);
+    }
+    // Errors come back as codes (turned into typed errors) instead of ending the job.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (provided < MPI_THREAD_MULTIPLE) {
+      s.precondition = true;
+      s.error = std::string("the MPI backend needs MPI_THREAD_MULTIPLE (each group's comm "
+                            "stream is a thread of its own), but MPI provides ") +
+                ThreadLevelName(provided) +
+                (initialized ? ": the program initialized MPI itself; call MPI_Init_thread "
+                               "with MPI_THREAD_MULTIPLE"
+                             : ": use an MPI built with thread support");
+    }
+  });
+  if (!s.error.empty()) {
+    if (s.precondition) PADDLE_THROW(errors::PreconditionNotMet("%s", s.error.c_str()));
+    PADDLE_THROW(errors::External("%s", s.error.c_str()));
+  }
+}
+
+int MpiWorldRank() {
+  EnsureMpiInitialized();
+  int r = 0;
+  CheckMpi(MPI_Comm_rank(MPI_COMM_WORLD, &r), "MPI_Comm_rank", "MPI_COMM_WORLD");
+  return r;
+}
+
+int MpiWorldSize() {
+  EnsureMpiInitialized();
+  int n = 0;
+  CheckMpi(MPI_Comm_size(MPI_COMM_WORLD, &n), "MPI_Comm_size", "MPI_COMM_WORLD");
+  return n;
+}
+
+std::unique_ptr<CommContext> CreateMpiCommContext(const std::shared_ptr<Store>& store, int gid,
+                                                  int rank, int size,
+                                                  const MpiOptions& options) {
+  const std::string describe = "MPI communicator of group " + std::to_string(gid) + " (rank " +
+                               std::to_string(rank) + "/" + std::to_string(size) + ")";
+  const int world_rank = MpiWorldRank(), world_size = MpiWorldSize();
+  PADDLE_ENFORCE(size <= world_size,
+                 errors::PreconditionNotMet(
+                     "%s: MPI_COMM_WORLD has %d rank(s) but the group has %d. The MPI backend "
+                     "runs in a job started by mpirun (mpirun -np %d ...).",
+                     describe.c_str(), world_size, size, size));
+  // Which MPI ranks make up the group, in group-rank order, through the store: a member
+  // that never comes is the store's Timeout naming the key, not a hang in MPI.
+  auto prefixed = std::make_shared<PrefixStore>("mpi/" + std::to_string(gid), store);
+  const std::string mine = std::to_string(world_rank);
+  prefixed->set("world_rank/" + std::to_string(rank),
+                std::vector<uint8_t>(mine.begin(), mine.end()));
+  std::vector<int> members(static_cast<size_t>(size));
+  std::set<int> seen;
+  for (int r = 0; r < size; ++r) {
+    auto v = prefixed->get("world_rank/" + std::to_string(r));
+    members[r] = std::atoi(std::string(v.begin(), v.end()).c_str());
+    PADDLE_ENFORCE(seen.insert(members[r]).second,
+                   errors::PreconditionNotMet(
+                       "%s: two members are MPI rank %d. Every rank of an MPI group must be a "
+                       "process of one mpirun job.",
+                       describe.c_str(), members[r]));
+  }
+  MPI_Group world_group = MPI_GROUP_NULL, group = MPI_GROUP_NULL;
+  MPI_Comm comm = MPI_COMM_NULL;
+  CheckMpi(MPI_Comm_group(MPI_COMM_WORLD, &world_group), "MPI_Comm_group", describe);
+  int rc = MPI_Group_incl(world_group, size, members.data(), &group);
+  if (rc == MPI_SUCCESS) {
+    // Collective over the members only; the tag keeps concurrent creations apart.
+    rc = MPI_Comm_create_group(MPI_COMM_WORLD, group, gid, &comm);
+  }
+  MPI_Group_free(&world_group);
+  if (group != MPI_GROUP_NULL) MPI_Group_free(&group);
+  CheckMpi(rc, "MPI_Comm_create_group", describe);
+  return std::make_unique<MpiCommContext>(comm, rank, size, options.timeout, describe);
+}
+
+// ------------------------------------------------------------------ MpiCommContext
+MpiCommContext::MpiCommContext(MPI_Comm comm, int rank, int size,
+                               std::chrono::milliseconds timeout, std::string describe)
+    : CommContext(rank, size), comm_(comm), timeout_(timeout), describe_(std::move(describe)) {
+  CheckMpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler",
+           describe_);
+  int* ub = nullptr;
+  int flag = 0;
+  if (MPI_Comm_get_attr(comm_, MPI_TAG_UB, &ub, &flag) == MPI_SUCCESS && flag && ub) {
+    tag_ub_ = *ub;
+  }
+  segment_bytes_ = SizeFromEnv("PADDLE_MPI_ALLREDUCE_SEGMENT_BYTES", segment_bytes_);
+  segment_above_bytes_ = SizeFromEnv("PADDLE_MPI_ALLREDUCE_SEGMENT_ABOVE", segment_above_bytes_);
+  int my_rank = -1;
+  CheckMpi(MPI_Comm_rank(comm_, &my_rank), "MPI_Comm_rank", describe_);
+  PADDLE_ENFORCE(my_rank == rank, errors::External("%s: MPI gave this process rank %d.",
+                                                   describe_.c_str(), my_rank));
+}
+
+MpiCommContext::~MpiCommContext() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  // After MPI_Finalize (a group destroyed at static destruction) there is nothing to free.
+  if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+void MpiCommContext::MarkBroken(const std::string& why) {
+  std::lock_guard<std::mutex> lk(broken_mu_);
+  if (broken_.empty()) broken_ = why;
+  is_broken_.store(true, std::memory_order_release);
+}
+
+void MpiCommContext::ThrowIfBroken() const {
+  if (!is_broken_.load(std::memory_order_acquire)) return;  // the common path takes no lock
+  std::lock_guard<std::mutex> lk(broken_mu_);
+  PADDLE_THROW(errors::Unavailable("%s is unusable after an earlier failure; destroy the "
+                                   "group and create a new one. The failure: %s",
+                                   describe_.c_str(), broken_.c_str()));
+}
+
+void MpiCommContext::Call(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  try {
+    CheckMpi(rc, what, describe_);
+  } catch (const EnforceNotMet& e) {
+    MarkBroken(e.what());
+    throw;
+  }
+}
+
+void MpiCommContext::AllReduce(const void* send, void* recv, int64_t count, DataType dtype,
+                               const Reduction& red, Stream*) {
+  if (!group_.open()) return RunAllReduce(send, recv, count, dtype, red);
+  group_.Add(PendingCpuAllReduce{send, recv, count, dtype, red});  // fused at GroupEnd
+}
+
+void MpiCommContext::RunAllReduce(const void* send, void* recv, int64_t count, DataType dtype,
+                                  const Reduction& red) {
+  ThrowIfBroken();
+  if (count == 0) return;
+  CpuReduceInput p = PrepareCpuReduce(send, count, dtype, red);
+  MpiReduction m = MpiReductionFor(p.dtype, red.op);
+  const size_t es = SizeOf(p.dtype);
+  const bool in_place = p.data == recv;
+  // Large buffers in segments (see segment_bytes_): the same split on every rank, since it
+  // depends only on the count and the environment.
+  int64_t seg = p.count;
+  if (segment_bytes_ > 0 && static_cast<size_t>(p.count) * es > segment_above_bytes_) {
+    seg = std::max<int64_t>(1, static_cast<int64_t>(segment_bytes_ / es));
+  }
+  for (int64_t off = 0; off < p.count; off += seg) {
+    const int n = MpiCount(std::min(seg, p.count - off), "allreduce");
+    char* out = static_cast<char*>(recv) + static_cast<size_t>(off) * es;
+    const void* in =
+        in_place ? MPI_IN_PLACE : static_cast<const char*>(p.data) + static_cast<size_t>(off) * es;
+    Call(MPI_Allreduce(in, out, n, m.type, m.op, comm_), "MPI_Allreduce");
+  }
+  if (red.op == ReduceOp::AVG) CpuDivide(p.dtype, recv, p.count, GetSize());
+}
+
+void MpiCommContext::Broadcast(const void* send, void* recv, int64_t count, DataType dtype,
+                               int root, Stream*) {
+  ThrowIfBroken();
+  if (count == 0) return;
+  if (GetRank() == root && send != recv) {
+    std::memcpy(recv, send, static_cast<size_t>(count) * SizeOf(dtype));
+  }
+  MpiBuffer b = MpiMoveBuffer(dtype, count);
+  Call(MPI_Bcast(recv, b.count, b.type, root, comm_), "MPI_Bcast");
+}
+
+void MpiCommContext::Reduce(const void* send, void* recv, int64_t count, DataType dtype,
+                            const Reduction& red, int root, Stream*) {
+  ThrowIfBroken();
+  if (count == 0) return;
+  CpuReduceInput p = PrepareCpuReduce(send, count, dtype, red);
+  MpiReduction m = MpiReductionFor(p.dtype, red.op);
+  const bool is_root = GetRank() == root;
+  // The contract writes `recv` on the root only: MPI ignores the receive buffer elsewhere.
+  const void* in = is_root && p.data == recv ? MPI_IN_PLACE : p.data;
+  Call(MPI_Reduce(in, is_root ? recv : nullptr, MpiCount(p.count, "reduce"), m.type, m.op,
+                  root, comm_),
+       "MPI_Reduce");
+  if (red.op == ReduceOp::AVG && is_root) CpuDivide(p.dtype, recv, p.count, GetSize());
+}
+
+void MpiCommContext::AllGather(const void* send, void* recv, int64_t send_count,
+                               DataType dtype, Stream*) {
+  ThrowIfBroken();
+  if (send_count == 0) return;
+  MpiBuffer b = MpiMoveBuffer(dtype, send_count);
+  MpiCount(send_count * GetSize(), "allgather output");
+  const bool in_place = static_cast<const char*>(recv) +
+                            static_cast<size_t>(GetRank()) * send_count * SizeOf(dtype) ==
+                        send;
+  Call(MPI_Allgather(in_place ? MPI_IN_PLACE : send, b.count, b.type, recv, b.count, b.type,
+                     comm_),
+       "MPI_Allgather");
+}
+
+const char* MpiCommContext::VariableAllGather(const void* send, size_t bytes, size_t* stride,
+                                              std::vector<size_t>* lengths, Stream*) {
+  ThrowIfBroken();
+  PADDLE_ENFORCE(bytes <= VariableGatherCapacity(),
+                 errors::InvalidArgument("MPI variable all-gather: %zu bytes exceed its capacity "
+                                         "of %zu",
+                                         bytes, VariableGatherCapacity()));
+  const int n = GetSize();
+  exchange_send_.assign(kExchangeSlot, 0);
+  exchange_all_.resize(kExchangeSlot * static_cast<size_t>(n));
+  const uint64_t len = bytes;
+  std::memcpy(exchange_send_.data(), &len, sizeof(len));
+  if (bytes > 0) std::memcpy(exchange_send_.data() + sizeof(len), send, bytes);
+  Call(MPI_Allgather(exchange_send_.data(), static_cast<int>(kExchangeSlot), MPI_BYTE,
+                     exchange_all_.data(), static_cast<int>(kExchangeSlot), MPI_BYTE, comm_),
+       "MPI_Allgather");
+  lengths->resize(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    uint64_t l = 0;
+    std::memcpy(&l, exchange_all_.data() + static_cast<size_t>(r) * kExchangeSlot, sizeof(l));
+    (*lengths)[static_cast<size_t>(r)] =
+        static_cast<size_t>(std::min<uint64_t>(l, kExchangeSlot - sizeof(len)));
+  }
+  *stride = kExchangeSlot;
+  return exchange_all_.data() + sizeof(len);
+}
+
+void MpiCommContext::ReduceScatter(const void* send, void* recv, int64_t recv_count,
+                                   DataType dtype, const Reduction& red, Stream*) {
+  ThrowIfBroken();
+  if (recv_count == 0) return;
+  const int n = GetSize();
+  CpuReduceInput p = PrepareCpuReduce(send, recv_count * n, dtype, red);
+  MpiReduction m = MpiReductionFor(p.dtype, red.op);
+  const int64_t block = p.count / n;
+  MpiCount(p.count, "reducescatter input");
+  // In place, MPI reads the whole input from `recv`.
+  Call(MPI_Reduce_scatter_block(p.data == recv ? MPI_IN_PLACE : p.data, recv, MpiCount(block, "reducescatter"), m.type, m.op,
+                                comm_),
+       "MPI_Reduce_scatter_block");
+  if (red.op == ReduceOp::AVG) CpuDivide(p.dtype, recv, block, n);
+}
+
+}  // namespace distributed
+}  // namespace phi

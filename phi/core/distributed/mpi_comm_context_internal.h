@@ -1,0 +1,125 @@
+// The MPI CommContext's class (internal to the MPI engine: mpi_comm_context.cc holds start-up
+// and the collectives, mpi_p2p.cc point-to-point and groups, mpi_types.cc the mapping of our
+// dtypes and reduce ops onto MPI's).
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "phi/core/distributed/comm_context.h"
+#include "phi/core/distributed/cpu_coalesce.h"
+#include "phi/core/errors.h"
+
+namespace phi {
+namespace distributed {
+
+// Raises External with MPI's own error string when `rc` is not MPI_SUCCESS.
+void CheckMpi(int rc, const char* what, const std::string& where);
+
+// What MPI sees of a buffer of our dtype: a type and a count of it.
+struct MpiBuffer {
+  MPI_Datatype type;
+  int count;
+};
+// For moving bytes (broadcast, gather, send): an unsigned type of the element's width, so
+// that counts of up to INT_MAX elements fit (complex types as their real view).
+MpiBuffer MpiMoveBuffer(DataType dtype, int64_t count);
+// For reducing a real (or bool) dtype under `op`: MPI's own type and op where MPI has them,
+// a committed contiguous byte type with a user-defined MPI_Op over the shared CPU kernels
+// (cpu_reduce.h) for float16 and bfloat16. AVG and PREMUL_SUM reduce as SUM (the caller
+// scales before or divides after, as the Gloo engine does).
+struct MpiReduction {
+  MPI_Datatype type;
+  MPI_Op op;
+};
+MpiReduction MpiReductionFor(DataType real_dtype, ReduceOp op);
+// Raises InvalidArgument when `count` does not fit MPI's int counts.
+int MpiCount(int64_t count, const char* what);
+
+class MpiCommContext : public CommContext {
+ public:
+  MpiCommContext(MPI_Comm comm, int rank, int size, std::chrono::milliseconds timeout,
+                 std::string describe);
+  ~MpiCommContext() override;
+
+  std::string BackendName() const override { return "MPI"; }
+  bool SupportsAnySource() const override { return true; }  // MPI_ANY_SOURCE
+
+  // Reductions: MPI's own type and op, or a user MPI_Op over the shared CPU kernels
+  // (mpi_types.cc); complex, AVG and PREMUL_SUM prepared by the shared cpu_reduce code.
+  void AllReduce(const void* send, void* recv, int64_t count, DataType dtype,
+                 const Reduction& red, Stream*) override;
+  void Reduce(const void* send, void* recv, int64_t count, DataType dtype, const Reduction& red,
+              int root, Stream*) override;
+  void ReduceScatter(const void* send, void* recv, int64_t recv_count, DataType dtype,
+                     const Reduction& red, Stream*) override;
+  // Moving bytes: MPI_Bcast / MPI_Allgather on an unsigned type of the element's width.
+  void Broadcast(const void* send, void* recv, int64_t count, DataType dtype, int root,
+                 Stream*) override;
+  void AllGather(const void* send, void* recv, int64_t send_count, DataType dtype,
+                 Stream*) override;
+  // Point to point and groups (mpi_p2p.cc): nonblocking, completed together.
+  void Recv(void* recv, int64_t count, DataType dtype, int peer, int tag, Stream*,
+            int* source) override;
+  void Send(const void* send, int64_t count, DataType dtype, int peer, int tag,
+            Stream*) override;
+  void GroupStart() override { group_.Start(); }
+  void GroupEnd() override;
+  void GroupAbort() override;
+  void Abort(const std::string& why) override { MarkBroken("aborted: " + why); }
+  // The agreement check's exchange: one MPI_Allgather of a fixed kExchangeSlot bytes per rank
+  // ([u64 length][data]); small, because over shared memory the bytes cost more than the
+  // message (a 4 KiB slot added ~4 us to an 8 B all-reduce).
+  size_t VariableGatherCapacity() const override {
+    return GetSize() > 1 ? kExchangeSlot - sizeof(uint64_t) : 0;
+  }
+  const char* VariableAllGather(const void* send, size_t bytes, size_t* stride,
+                                std::vector<size_t>* lengths, Stream*) override;
+
+ private:
+  using DeferredP2P = PendingCpuP2P;
+
+  void RunAllReduce(const void* send, void* recv, int64_t count, DataType dtype,
+                    const Reduction& red);
+  // Posts one nonblocking send or receive (mpi_p2p.cc).
+  MPI_Request Post(const DeferredP2P& op);
+  // Completes `reqs` together: polls MPI_Testall so that the group's timeout and Abort end
+  // the wait (a blocking MPI_Waitall would wait forever for a peer that never sends).
+  void WaitAll(std::vector<MPI_Request>* reqs, std::vector<MPI_Status>* statuses,
+               const char* what);
+  void RunDeferredP2P(const std::vector<DeferredP2P>& ops);
+  void CheckPeer(int peer, bool any_allowed, const char* what) const;
+  int CheckTag(int tag) const;
+
+  // Every MPI call goes through here: raises at once when the communicator is already
+  // broken, and marks it broken on a failure.
+  void Call(int rc, const char* what);
+  void ThrowIfBroken() const;
+  void MarkBroken(const std::string& why);
+
+  MPI_Comm comm_;
+  static constexpr size_t kExchangeSlot = 256;
+  std::vector<char> exchange_send_, exchange_all_;  // VariableAllGather's buffers
+  std::chrono::milliseconds timeout_;
+  std::string describe_;
+  int tag_ub_ = 32767;  // MPI_TAG_UB of the communicator (the standard's minimum until read)
+  // All-reduces of more than segment_above_bytes_ run as MPI_Allreduce calls of
+  // segment_bytes_ each (PADDLE_MPI_ALLREDUCE_SEGMENT_BYTES / _SEGMENT_ABOVE; 0 bytes: never).
+  // Why: past ~24 MiB OpenMPI's own all-reduce on one node falls from ~4.5 to ~2 GB/s
+  // (its scratch no longer fits the caches and is fresh memory per call), while 1 MiB pieces
+  // keep ~3.8-4 GB/s (docs/benchmarks.md, "MPI backend").
+  size_t segment_bytes_ = size_t{1} << 20;
+  size_t segment_above_bytes_ = size_t{16} << 20;
+  std::atomic<bool> is_broken_{false};
+  mutable std::mutex broken_mu_;
+  std::string broken_;  // the first failure's message; empty while usable
+  CpuGroupBatch<> group_;  // the open group, if any (comm stream's thread only)
+};
+
+}  // namespace distributed
+}  // namespace phi

@@ -1,0 +1,160 @@
+// The MPI engine's point-to-point calls and groups: nonblocking sends and receives completed
+// together, under the group's timeout (mpi_comm_context_internal.h).
+#include <sched.h>
+
+#include <exception>
+
+#include "phi/core/distributed/mpi_comm_context_internal.h"
+
+namespace phi {
+namespace distributed {
+
+void MpiCommContext::CheckPeer(int peer, bool any_allowed, const char* what) const {
+  if (any_allowed && peer == kAnyPeer) return;
+  PADDLE_ENFORCE(peer >= 0 && peer < GetSize() && peer != GetRank(),
+                 errors::InvalidArgument("MPI %s rank %d: expected another rank in [0, %d).",
+                                         what, peer, GetSize()));
+}
+
+int MpiCommContext::CheckTag(int tag) const {
+  PADDLE_ENFORCE(tag >= 0 && tag <= tag_ub_,
+                 errors::InvalidArgument("MPI tags are in [0, %d] (MPI_TAG_UB), got %d.",
+                                         tag_ub_, tag));
+  return tag;
+}
+
+MPI_Request MpiCommContext::Post(const DeferredP2P& op) {
+  MpiBuffer b = MpiMoveBuffer(op.dtype, op.count);
+  MPI_Request req = MPI_REQUEST_NULL;
+  if (op.is_send) {
+    Call(MPI_Isend(op.src, b.count, b.type, op.peer, CheckTag(op.tag), comm_, &req),
+         "MPI_Isend");
+  } else {
+    Call(MPI_Irecv(op.dst, b.count, b.type, op.peer == kAnyPeer ? MPI_ANY_SOURCE : op.peer,
+                   CheckTag(op.tag), comm_, &req),
+         "MPI_Irecv");
+  }
+  return req;
+}
+
+void MpiCommContext::WaitAll(std::vector<MPI_Request>* reqs, std::vector<MPI_Status>* statuses,
+                             const char* what) {
+  statuses->resize(reqs->size());
+  const int n = static_cast<int>(reqs->size());
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  for (unsigned spins = 0;; ++spins) {
+    int done = 0;
+    const int rc = MPI_Testall(n, reqs->data(), &done, statuses->data());
+    if (rc != MPI_SUCCESS) {
+      // MPI_ERR_IN_STATUS names the failing request's own code.
+      int code = rc;
+      if (rc == MPI_ERR_IN_STATUS) {
+        for (const auto& st : *statuses) {
+          if (st.MPI_ERROR != MPI_SUCCESS && st.MPI_ERROR != MPI_ERR_PENDING) {
+            code = st.MPI_ERROR;
+            break;
+          }
+        }
+      }
+      Call(code, what);
+    }
+    if (done) return;
+    // Checked now and then: a clock read costs more than a poll of shared memory.
+    if ((spins & 1023) == 1023) {
+      std::string why;
+      if (is_broken_.load(std::memory_order_acquire)) {
+        std::lock_guard<std::mutex> lk(broken_mu_);
+        why = broken_;
+      } else if (std::chrono::steady_clock::now() >= deadline) {
+        why = std::string(what) + " did not complete within " +
+              std::to_string(timeout_.count()) + " ms";
+        MarkBroken(describe_ + ": " + why);
+      }
+      if (!why.empty()) {
+        // Receives can be cancelled; sends MPI may not take back, so their requests are let
+        // go (the communicator is broken from here on and nothing reuses them).
+        for (auto& r : *reqs) {
+          if (r == MPI_REQUEST_NULL) continue;
+          MPI_Cancel(&r);
+          MPI_Request_free(&r);
+        }
+        if (why.rfind("aborted", 0) == 0 || why.find("unusable") != std::string::npos) {
+          PADDLE_THROW(errors::Unavailable("%s: %s interrupted: %s", describe_.c_str(), what,
+                                           why.c_str()));
+        }
+        PADDLE_THROW(errors::Timeout("%s: %s", describe_.c_str(), why.c_str()));
+      }
+      sched_yield();  // two ranks on two cores: let the peer (or its progress) run
+    }
+  }
+}
+
+void MpiCommContext::Send(const void* send, int64_t count, DataType dtype, int peer, int tag,
+                          Stream*) {
+  CheckPeer(peer, false, "send to");
+  const DeferredP2P op{true, send, nullptr, count, dtype, peer, tag, nullptr};
+  if (group_.open()) return group_.Add(op);  // posted at GroupEnd
+  RunDeferredP2P({op});
+}
+
+void MpiCommContext::Recv(void* recv, int64_t count, DataType dtype, int peer, int tag,
+                          Stream*, int* source) {
+  CheckPeer(peer, true, "recv from");
+  const DeferredP2P op{false, nullptr, recv, count, dtype, peer, tag, source};
+  if (group_.open()) return group_.Add(op);  // posted at GroupEnd
+  RunDeferredP2P({op});
+}
+
+void MpiCommContext::RunDeferredP2P(const std::vector<DeferredP2P>& ops) {
+  if (ops.empty()) return;
+  ThrowIfBroken();
+  std::vector<MPI_Request> reqs;
+  reqs.reserve(ops.size());
+  std::exception_ptr first;
+  for (const auto& op : ops) {
+    try {
+      reqs.push_back(Post(op));
+    } catch (...) {
+      first = std::current_exception();
+      break;
+    }
+  }
+  std::vector<MPI_Status> statuses;
+  try {
+    // Also after a failed post: what was posted completes (or the timeout ends it).
+    WaitAll(&reqs, &statuses, "send/recv");
+  } catch (...) {
+    if (!first) first = std::current_exception();
+  }
+  if (first) std::rethrow_exception(first);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].is_send) continue;
+    int got = 0;
+    MPI_Get_count(&statuses[i], MpiMoveBuffer(ops[i].dtype, ops[i].count).type, &got);
+    const int want = MpiMoveBuffer(ops[i].dtype, ops[i].count).count;
+    PADDLE_ENFORCE(got == want,
+                   errors::InvalidArgument(
+                       "%s: recv from rank %d (tag %d) expected %d elements but the sender "
+                       "sent %d.",
+                       describe_.c_str(), statuses[i].MPI_SOURCE, ops[i].tag, want, got));
+    if (ops[i].source != nullptr) *ops[i].source = statuses[i].MPI_SOURCE;
+  }
+}
+
+// The group's sends and receives are all posted before any is waited for (a ring of
+// blocking sends would deadlock), then its all-reduces run fused.
+void MpiCommContext::GroupEnd() {
+  std::vector<PendingCpuAllReduce> allreduces;
+  std::vector<DeferredP2P> p2p;
+  if (!group_.End("MPI", &allreduces, &p2p)) return;
+  RunDeferredP2P(p2p);
+  RunFusedCpuAllReduces(allreduces, [this](const void* send, void* recv, int64_t count,
+                                           DataType dtype, const Reduction& red) {
+    RunAllReduce(send, recv, count, dtype, red);
+  });
+}
+
+void MpiCommContext::GroupAbort() { group_.Abort(); }
+
+}  // namespace distributed
+}  // namespace phi
