@@ -10,7 +10,8 @@
 #                                                     in the same processes, "in-process")
 #   raw       launch -- comm_bench --raw_only          (only the raw algorithms: no group, no
 #                                                     engine thread in these processes)
-#   torch     tools/torch_gloo_bench.py                (Debian's python3-torch, if installed)
+#   torch     tools/torch_gloo_bench.py                (Debian's python3-torch, if installed:
+#                                                     tools/install_deps.sh --bench)
 # and prints a Markdown table of medians (p90) per op, float32 sum all-reduce, sync ops, in
 # place (as the raw algorithms and torch's all_reduce run), with
 # the figures of each repetition and their median. Ratios are our median / the other's.

@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency from Debian packages. Idempotent: when
 # everything is present it only checks (dpkg-query) and returns in well under a second.
+#   tools/install_deps.sh          # build, tests, demo
+#   tools/install_deps.sh --bench  # also the peers the benchmarks compare with (python3-torch)
 set -euo pipefail
+BENCH=0
+for a in "$@"; do
+  case "$a" in
+    --bench) BENCH=1 ;;
+    *) echo "install_deps: unknown option $a (--bench)" >&2; exit 2 ;;
+  esac
+done
 
 PKGS=(
   g++ cmake make pkg-config
@@ -14,6 +23,9 @@ PKGS=(
   zlib1g-dev                 # the demo reads the gzip IDX files
   dataset-fashion-mnist      # the demo's dataset (/usr/share/datasets/fashion-mnist)
 )
+if ((BENCH)); then
+  PKGS+=(python3-torch)      # torch's gloo backend: tools/torch_gloo_bench.py
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do
