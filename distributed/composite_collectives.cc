@@ -182,8 +182,11 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::AllToAll(
     phi::Place place = in.place();
     OpDesc d{CommType::ALLTOALL, 0, in.numel(), out->numel(), dt, -1};
     return Run(d, place, {&in, out},
-               [=, sc = send.counts, rc = recv.counts](CommContext* c, phi::Stream* s,
-                                                       TaskState*) {
+               [=, sc = send.counts, rc = recv.counts, so = send.offsets,
+                ro = recv.offsets, src = in.data(), dst = out->data()](
+                   CommContext* c, phi::Stream* s, TaskState*) {
+                 // One contiguous buffer each way: the engine's native form where it has one.
+                 if (c->AllToAllV(src, sc, so, dst, rc, ro, dt, s)) return;
                  ExchangeBlocks(c, s, srcs, dsts, sc, rc, dt, place);
                },
                sync_op, use_calc_stream);

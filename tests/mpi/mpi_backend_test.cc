@@ -174,6 +174,46 @@ TEST_P(MpiBackend, SegmentedAllReduceEqualsTheReference) {
 
 // A receive nobody answers ends at the group's timeout as a Timeout, and leaves the
 // communicator broken (Unavailable at once); an aborted group raises at once too.
+// The native MPI_Alltoallv: pair sizes that disagree are an InvalidArgument on every rank
+// before anything moves, and the group stays usable (the next all-to-all is right).
+TEST_P(MpiBackend, AllToAllPairSizesThatDisagreeAreRaisedOnEveryRank) {
+  if (GetParam() < 2) GTEST_SKIP() << "needs a peer";
+  RunRanks(GetParam(), [](const RankContext& ctx) {
+    const int ws = ctx.world_size;
+    ProcessGroupMPI pg(ctx.store, ctx.rank, ws, 0, std::chrono::seconds(20));
+    std::vector<int64_t> splits(ws, 2);
+    DenseTensor in = Filled(ctx.rank, 2 * ws), out = Filled(0, 2 * ws);
+    std::vector<int64_t> wrong = splits;
+    DenseTensor wrong_out = out;
+    if (ctx.rank == 1) {  // rank 1 expects 3 elements from rank 0, which sends 2
+      wrong[0] = 3;
+      wrong_out = Filled(0, 2 * ws + 1);
+    }
+    try {
+      pg.AllToAll(&wrong_out, in, wrong, splits, true, false);
+      ADD_FAILURE() << "rank " << ctx.rank << ": the disagreement was not raised";
+    } catch (const phi::InvalidArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find("split sizes disagree"), std::string::npos)
+          << e.what();
+      if (ctx.rank == 1) {
+        EXPECT_NE(std::string(e.what()).find("rank 0 sends 2 elements to rank 1, which expects 3"),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+    // Still usable: an agreed all-to-all moves every rank's block r to rank r.
+    pg.AllToAll(&out, in, splits, splits, true, false);
+    for (int r = 0; r < ws; ++r) {
+      for (int k = 0; k < 2; ++k) {
+        // Rank r's element at 2 * rank + k is (r + 1) * (2 * rank + k + 1).
+        EXPECT_DOUBLE_EQ(GetElem(out, 2 * r + k).re,
+                         double((r + 1) * (2 * ctx.rank + k + 1)))
+            << "from rank " << r;
+      }
+    }
+  });
+}
+
 TEST_P(MpiBackend, TimeoutAndAbortAreTypedErrors) {
   RunRanks(GetParam(), [](const RankContext& ctx) {
     FLAGS_comm_watchdog = false;  // this case wants the error, not the watchdog's abort

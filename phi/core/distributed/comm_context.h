@@ -69,6 +69,19 @@ class CommContext {
   // call on this communicator. Capacity 0 (the default): not offered, and the check uses
   // fixed-size all-gathers instead.
   virtual size_t VariableGatherCapacity() const { return 0; }
+  // A native all-to-all with per-peer counts (MPI_Alltoallv), for engines where it beats the
+  // engine's grouped sends and receives. Block r of `send` (send_counts[r] elements at element
+  // offset send_offsets[r]) goes to rank r; block r of `recv` comes from rank r; this rank's own
+  // block included. The engine checks pair sizes (a mismatch is an InvalidArgument on every
+  // rank, nothing moved). Returns false without doing anything when not offered: the engine
+  // then exchanges the blocks itself.
+  virtual bool AllToAllV(const void* send, const std::vector<int64_t>& send_counts,
+                         const std::vector<int64_t>& send_offsets, void* recv,
+                         const std::vector<int64_t>& recv_counts,
+                         const std::vector<int64_t>& recv_offsets, DataType dtype,
+                         Stream* stream) {
+    return false;
+  }
   virtual const char* VariableAllGather(const void* send, size_t bytes, size_t* stride,
                                         std::vector<size_t>* lengths, Stream* stream);
   // Connects to every peer now (FLAGS_eager_communication_connection), within the

@@ -309,6 +309,51 @@ const char* MpiCommContext::VariableAllGather(const void* send, size_t bytes, si
   return exchange_all_.data() + sizeof(len);
 }
 
+bool MpiCommContext::AllToAllV(const void* send, const std::vector<int64_t>& send_counts,
+                               const std::vector<int64_t>& send_offsets, void* recv,
+                               const std::vector<int64_t>& recv_counts,
+                               const std::vector<int64_t>& recv_offsets, DataType dtype,
+                               Stream*) {
+  static const bool native = [] {
+    const char* v = std::getenv("PADDLE_MPI_NATIVE_ALLTOALL");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  if (!native) return false;
+  ThrowIfBroken();
+  const int n = GetSize(), me = GetRank();
+  std::vector<int64_t> theirs(static_cast<size_t>(n));
+  Call(MPI_Alltoall(send_counts.data(), 1, MPI_INT64_T, theirs.data(), 1, MPI_INT64_T, comm_),
+       "MPI_Alltoall (all-to-all counts)");
+  std::string mismatch;
+  for (int r = 0; r < n; ++r) {
+    if (theirs[r] == recv_counts[r]) continue;
+    mismatch += "\n  rank " + std::to_string(r) + " sends " + std::to_string(theirs[r]) +
+                " elements to rank " + std::to_string(me) + ", which expects " +
+                std::to_string(recv_counts[r]);
+  }
+  int ok = mismatch.empty() ? 1 : 0, all_ok = 0;
+  Call(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm_), "MPI_Allreduce (all-to-all check)");
+  PADDLE_ENFORCE(all_ok == 1,
+                 errors::InvalidArgument("AllToAll: the ranks' split sizes disagree; nothing "
+                                         "was sent.%s",
+                                         mismatch.empty() ? "\n  (the disagreement is on another "
+                                                            "rank; its error names it)"
+                                                          : mismatch.c_str()));
+  const MpiBuffer unit = MpiMoveBuffer(dtype, 1);
+  const int64_t scale = IsComplex(dtype) ? 2 : 1;  // complex moves as its real view
+  std::vector<int> sc(static_cast<size_t>(n)), sd(sc), rc(sc), rd(sc);
+  for (int r = 0; r < n; ++r) {
+    sc[r] = MpiCount(send_counts[r] * scale, "alltoall send count");
+    sd[r] = MpiCount(send_offsets[r] * scale, "alltoall send offset");
+    rc[r] = MpiCount(recv_counts[r] * scale, "alltoall receive count");
+    rd[r] = MpiCount(recv_offsets[r] * scale, "alltoall receive offset");
+  }
+  Call(MPI_Alltoallv(send, sc.data(), sd.data(), unit.type, recv, rc.data(), rd.data(),
+                     unit.type, comm_),
+       "MPI_Alltoallv");
+  return true;
+}
+
 void MpiCommContext::ReduceScatter(const void* send, void* recv, int64_t recv_count,
                                    DataType dtype, const Reduction& red, Stream*) {
   ThrowIfBroken();

@@ -80,6 +80,13 @@ class MpiCommContext : public CommContext {
   }
   const char* VariableAllGather(const void* send, size_t bytes, size_t* stride,
                                 std::vector<size_t>* lengths, Stream*) override;
+  // MPI_Alltoallv, after the ranks agree on every pair's count (MPI_Alltoall of the counts,
+  // then one MPI_Allreduce of "all mine match", so that every rank raises or none does).
+  // PADDLE_MPI_NATIVE_ALLTOALL=0 turns it off (the engine's grouped sends and receives).
+  bool AllToAllV(const void* send, const std::vector<int64_t>& send_counts,
+                 const std::vector<int64_t>& send_offsets, void* recv,
+                 const std::vector<int64_t>& recv_counts,
+                 const std::vector<int64_t>& recv_offsets, DataType dtype, Stream*) override;
 
  private:
   using DeferredP2P = PendingCpuP2P;
