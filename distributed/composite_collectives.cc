@@ -44,6 +44,10 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Scatter(DenseTensor* out, const De
     OpDesc d{CommType::SCATTER, 0, rank == root ? n * size : 0, n, dt, root};
     return Run(d, place, {rank == root ? &in : nullptr, out},
                [=](CommContext* c, phi::Stream* s, TaskState*) {
+                 if (c->HasNativeGatherScatter()) {
+                   c->Scatter(src, dst, n, dt, root, s);
+                   return;
+                 }
                  if (rank != root) {
                    c->Recv(dst, n, dt, root, 0, s);
                    return;
@@ -65,6 +69,24 @@ void GatherBlocks(CommContext* c, phi::Stream* s, const void* src, const std::ve
                   int64_t n, DataType dt, int root, const phi::Place& place) {
   const int rank = c->GetRank(), size = c->GetSize();
   size_t bytes = static_cast<size_t>(n) * phi::SizeOf(dt);
+  if (c->HasNativeGatherScatter()) {
+    // The root's blocks are one buffer (the tensor form), or are gathered into scratch and
+    // copied out (the list form): every rank runs the same native call either way.
+    bool contiguous = rank == root;
+    for (int r = 1; contiguous && r < size; ++r) {
+      contiguous = Bytes(dsts[r]) == Bytes(dsts[0]) + r * bytes;
+    }
+    std::vector<char> scratch;
+    if (rank == root && !contiguous) scratch.resize(bytes * static_cast<size_t>(size));
+    void* recv = rank != root ? nullptr : contiguous ? dsts[0] : scratch.data();
+    c->Gather(src, recv, n, dt, root, s);
+    if (!scratch.empty()) {
+      for (int r = 0; r < size; ++r) {
+        phi::memory::Copy(place, dsts[r], place, scratch.data() + r * bytes, bytes, s);
+      }
+    }
+    return;
+  }
   if (rank != root) {
     c->Send(src, n, dt, root, 0, s);
     return;

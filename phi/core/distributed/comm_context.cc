@@ -13,6 +13,14 @@ const char* CommContext::VariableAllGather(const void*, size_t, size_t*, std::ve
                                      BackendName().c_str()));
 }
 
+void CommContext::Gather(const void*, void*, int64_t, DataType, int, Stream*) {
+  PADDLE_THROW(errors::Unimplemented("%s has no native gather", BackendName().c_str()));
+}
+
+void CommContext::Scatter(const void*, void*, int64_t, DataType, int, Stream*) {
+  PADDLE_THROW(errors::Unimplemented("%s has no native scatter", BackendName().c_str()));
+}
+
 CommGroupGuard::~CommGroupGuard() {
   if (ended_) return;
   try {

@@ -75,6 +75,14 @@ class CommContext {
   // block included. The engine checks pair sizes (a mismatch is an InvalidArgument on every
   // rank, nothing moved). Returns false without doing anything when not offered: the engine
   // then exchanges the blocks itself.
+  // Native gather and scatter of equal blocks (MPI_Gather / MPI_Scatter), where the engine
+  // has them: the same answer on every rank, so every rank takes the same path. `recv` (gather)
+  // and `send` (scatter) are the root's `size` contiguous blocks; elsewhere unused.
+  virtual bool HasNativeGatherScatter() const { return false; }
+  virtual void Gather(const void* send, void* recv, int64_t count, DataType dtype, int root,
+                      Stream* stream);
+  virtual void Scatter(const void* send, void* recv, int64_t count, DataType dtype, int root,
+                       Stream* stream);
   virtual bool AllToAllV(const void* send, const std::vector<int64_t>& send_counts,
                          const std::vector<int64_t>& send_offsets, void* recv,
                          const std::vector<int64_t>& recv_counts,

@@ -309,16 +309,52 @@ const char* MpiCommContext::VariableAllGather(const void* send, size_t bytes, si
   return exchange_all_.data() + sizeof(len);
 }
 
+namespace {
+// PADDLE_MPI_NATIVE_COLLECTIVES=0: gather, scatter and all-to-all as the engine's grouped
+// sends and receives instead (read once; every rank must set it alike).
+bool NativeCollectives() {
+  static const bool native = [] {
+    const char* v = std::getenv("PADDLE_MPI_NATIVE_COLLECTIVES");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return native;
+}
+}  // namespace
+
+bool MpiCommContext::HasNativeGatherScatter() const { return NativeCollectives(); }
+
+// Block counts agree on every rank: the agreement check compared them before the job ran.
+void MpiCommContext::Gather(const void* send, void* recv, int64_t count, DataType dtype,
+                            int root, Stream*) {
+  ThrowIfBroken();
+  const MpiBuffer b = MpiMoveBuffer(dtype, count);
+  const bool is_root = GetRank() == root;
+  const size_t bytes = static_cast<size_t>(count) * SizeOf(dtype);
+  // The root's own block already in place: MPI wants MPI_IN_PLACE for that, not an alias.
+  const bool in_place = is_root && static_cast<const char*>(recv) + root * bytes == send;
+  Call(MPI_Gather(in_place ? MPI_IN_PLACE : send, b.count, b.type, is_root ? recv : nullptr,
+                  b.count, b.type, root, comm_),
+       "MPI_Gather");
+}
+
+void MpiCommContext::Scatter(const void* send, void* recv, int64_t count, DataType dtype,
+                             int root, Stream*) {
+  ThrowIfBroken();
+  const MpiBuffer b = MpiMoveBuffer(dtype, count);
+  const bool is_root = GetRank() == root;
+  const size_t bytes = static_cast<size_t>(count) * SizeOf(dtype);
+  const bool in_place = is_root && static_cast<const char*>(send) + root * bytes == recv;
+  Call(MPI_Scatter(is_root ? send : nullptr, b.count, b.type, in_place ? MPI_IN_PLACE : recv,
+                   b.count, b.type, root, comm_),
+       "MPI_Scatter");
+}
+
 bool MpiCommContext::AllToAllV(const void* send, const std::vector<int64_t>& send_counts,
                                const std::vector<int64_t>& send_offsets, void* recv,
                                const std::vector<int64_t>& recv_counts,
                                const std::vector<int64_t>& recv_offsets, DataType dtype,
                                Stream*) {
-  static const bool native = [] {
-    const char* v = std::getenv("PADDLE_MPI_NATIVE_ALLTOALL");
-    return v == nullptr || std::string(v) != "0";
-  }();
-  if (!native) return false;
+  if (!NativeCollectives()) return false;
   ThrowIfBroken();
   const int n = GetSize(), me = GetRank();
   std::vector<int64_t> theirs(static_cast<size_t>(n));

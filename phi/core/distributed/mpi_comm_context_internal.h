@@ -82,7 +82,13 @@ class MpiCommContext : public CommContext {
                                 std::vector<size_t>* lengths, Stream*) override;
   // MPI_Alltoallv, after the ranks agree on every pair's count (MPI_Alltoall of the counts,
   // then one MPI_Allreduce of "all mine match", so that every rank raises or none does).
-  // PADDLE_MPI_NATIVE_ALLTOALL=0 turns it off (the engine's grouped sends and receives).
+  // PADDLE_MPI_NATIVE_COLLECTIVES=0 turns it off, and the native gather and scatter (the
+  // engine's grouped sends and receives then; for comparing them).
+  bool HasNativeGatherScatter() const override;
+  void Gather(const void* send, void* recv, int64_t count, DataType dtype, int root,
+              Stream*) override;
+  void Scatter(const void* send, void* recv, int64_t count, DataType dtype, int root,
+               Stream*) override;
   bool AllToAllV(const void* send, const std::vector<int64_t>& send_counts,
                  const std::vector<int64_t>& send_offsets, void* recv,
                  const std::vector<int64_t>& recv_counts,
