@@ -19,9 +19,11 @@ ProcessGroupCpu::~ProcessGroupCpu() {
   CommContextManager::Instance().Erase(CommContextManager::KeyOf(comm_key_, GetGid()), this);
 }
 
-void ProcessGroupCpu::CreateCommContextNow() {
+void ProcessGroupCpu::CreateCommContextNow(
+    const std::function<void(phi::distributed::CommContext*)>& then) {
   try {
-    GetOrCreateCommContext(phi::CPUPlace());
+    phi::distributed::CommContext* comm = GetOrCreateCommContext(phi::CPUPlace());
+    if (then) then(comm);
   } catch (...) {
     CommContextManager::Instance().Erase(CommContextManager::KeyOf(comm_key_, GetGid()), this);
     throw;

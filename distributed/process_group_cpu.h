@@ -1,10 +1,11 @@
 // ProcessGroupCpu: what a host-memory backend's group adds to the engine, once: CPU places
 // only, barriers on the CPU, and the group's one communicator kept in CommContextManager
 // under (backend key, gid). A backend derives from it and says how to create its
-// communicator (ProcessGroupMPI does; ProcessGroupGloo predates it and can move onto it).
+// communicator (ProcessGroupGloo, ProcessGroupMPI).
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -24,9 +25,11 @@ class ProcessGroupCpu : public ProcessGroupWithStream {
  protected:
   // Creates the group's communicator (called once, from GetOrCreateCommContext).
   virtual std::unique_ptr<phi::distributed::CommContext> CreateCommContext() = 0;
-  // Creates the communicator now, from a derived constructor; on failure drops what was
-  // registered (no destructor runs for a half-built group) and rethrows.
-  void CreateCommContextNow();
+  // Creates the communicator now, from a derived constructor, and runs `then` on it (Gloo's
+  // eager connection); on failure drops what was registered (no destructor runs for a
+  // half-built group, and a later group with this gid must not find it) and rethrows.
+  void CreateCommContextNow(
+      const std::function<void(phi::distributed::CommContext*)>& then = nullptr);
 
   phi::distributed::CommContext* GetOrCreateCommContext(const phi::Place& place) final;
   void CheckPlace(const phi::Place& place) const final;

@@ -5,16 +5,15 @@
 #include <chrono>
 #include <memory>
 
-#include "distributed/process_group_with_stream.h"
+#include "distributed/process_group_cpu.h"
 
 namespace paddle_like {
 namespace distributed {
 
-class ProcessGroupGloo : public ProcessGroupWithStream {
+class ProcessGroupGloo : public ProcessGroupCpu {
  public:
   ProcessGroupGloo(std::shared_ptr<phi::distributed::Store> store, int rank, int size, int gid,
                    std::chrono::milliseconds timeout);
-  ~ProcessGroupGloo() override;
 
   // Creates the group and registers it in ProcessGroupIdMap under gid. The default timeout
   // is FLAGS_default_group_timeout_s.
@@ -25,9 +24,7 @@ class ProcessGroupGloo : public ProcessGroupWithStream {
   std::string GetBackendName() const override { return "Gloo"; }
 
  protected:
-  phi::distributed::CommContext* GetOrCreateCommContext(const phi::Place& place) override;
-  void CheckPlace(const phi::Place& place) const override;
-  phi::Place BarrierPlace(const BarrierOptions&) const override { return phi::CPUPlace(); }
+  std::unique_ptr<phi::distributed::CommContext> CreateCommContext() override;
 };
 
 }  // namespace distributed
