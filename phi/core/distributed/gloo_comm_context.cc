@@ -175,8 +175,8 @@ void GlooCommContext::ThrowIfBroken() const {
 
 void GlooCommContext::AllReduce(const void* send, void* recv, int64_t count, DataType dtype,
                                 const Reduction& red, Stream*) {
-  if (depth_ > 0) {  // fused at the outermost GroupEnd
-    pending_allreduce_.push_back(PendingAllReduce{send, recv, count, dtype, red});
+  if (group_.open()) {  // fused at the outermost GroupEnd
+    group_.Add(PendingAllReduce{send, recv, count, dtype, red});
     return;
   }
   RunAllReduce(send, recv, count, dtype, red);

@@ -122,23 +122,15 @@ class GlooCommContext : public CommContext {
     mesh_->CloseConnected();
     exchange_mesh_->CloseConnected();
   }
-  void GroupStart() override { ++depth_; }
+  void GroupStart() override { group_.Start(); }
   void GroupEnd() override;
   void GroupAbort() override;
 
  private:
   using PendingAllReduce = PendingCpuAllReduce;  // fused at GroupEnd (cpu_coalesce.h)
   // A send or receive of an open group, posted at the outermost GroupEnd (see gloo_p2p.cc).
-  struct DeferredP2P {
-    bool is_send;
-    const void* src;
-    void* dst;
-    int64_t count;
-    DataType dtype;
-    int peer;  // kAnyPeer allowed for a receive
-    int tag;
-    int* source;
-  };
+  // A send or receive of an open group, posted at the outermost GroupEnd (gloo_p2p.cc).
+  using DeferredP2P = PendingCpuP2P;
   // A posted send: its header message (with the payload when small) and, for a large
   // payload, the payload's own buffer.
   struct PostedSend {
@@ -200,9 +192,9 @@ class GlooCommContext : public CommContext {
   mutable std::mutex broken_mu_;
   std::string broken_;  // the first failure's message; empty while usable
   // Group state; only the comm stream's thread touches it.
-  int depth_ = 0;
-  std::vector<PendingAllReduce> pending_allreduce_;
-  std::vector<DeferredP2P> pending_p2p_;
+  // The open engine group: the comm stream's thread's (a point-to-point lane's call on another
+  // thread meanwhile runs at once; cpu_coalesce.h).
+  CpuGroupBatch<> group_;
   static constexpr size_t kMaxKeptScratch = size_t{256} << 20;
   std::vector<char> rs_acc_, rs_incoming_;  // ReduceScatter scratch
   std::vector<char> reduce_scratch_;        // non-root output of Reduce

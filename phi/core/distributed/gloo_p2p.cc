@@ -145,9 +145,9 @@ void GlooCommContext::FinishRecv(PostedRecv* r) {
 
 void GlooCommContext::Send(const void* send, int64_t count, DataType dtype, int peer, int tag,
                            Stream*) {
-  if (depth_ > 0) {
+  if (group_.open()) {
     CheckPeer(peer, false, "send to");
-    pending_p2p_.push_back(DeferredP2P{true, send, nullptr, count, dtype, peer, tag, nullptr});
+    group_.Add(DeferredP2P{true, send, nullptr, count, dtype, peer, tag, nullptr});
     return;
   }
   PostedSend s = PostSend(send, count, dtype, peer, tag);
@@ -156,9 +156,9 @@ void GlooCommContext::Send(const void* send, int64_t count, DataType dtype, int 
 
 void GlooCommContext::Recv(void* recv, int64_t count, DataType dtype, int peer, int tag,
                            Stream*, int* source) {
-  if (depth_ > 0) {
+  if (group_.open()) {
     CheckPeer(peer, true, "recv from");
-    pending_p2p_.push_back(DeferredP2P{false, nullptr, recv, count, dtype, peer, tag, source});
+    group_.Add(DeferredP2P{false, nullptr, recv, count, dtype, peer, tag, source});
     return;
   }
   PostedRecv r = PostRecv(recv, count, dtype, peer, tag, source);
@@ -224,24 +224,16 @@ void GlooCommContext::RunDeferredP2P(const std::vector<DeferredP2P>& ops) {
 }
 
 void GlooCommContext::GroupEnd() {
-  PADDLE_ENFORCE(depth_ > 0, errors::PreconditionNotMet("Gloo GroupEnd without GroupStart."));
-  if (--depth_ > 0) return;
-  // Take the batch first, so that a failure below leaves the context clean.
-  auto allreduces = std::move(pending_allreduce_);
-  auto p2p = std::move(pending_p2p_);
-  pending_allreduce_.clear();
-  pending_p2p_.clear();
+  // The batch is taken first, so that a failure below leaves the context clean.
+  std::vector<PendingAllReduce> allreduces;
+  std::vector<DeferredP2P> p2p;
+  if (!group_.End("Gloo", &allreduces, &p2p)) return;  // nested
   RunDeferredP2P(p2p);
   RunFusedAllReduces(allreduces);
 }
 
-void GlooCommContext::GroupAbort() {
-  if (depth_ == 0) return;
-  if (--depth_ > 0) return;
-  // Nothing of the group was posted yet: dropping it is enough.
-  pending_allreduce_.clear();
-  pending_p2p_.clear();
-}
+// Nothing of the group was posted yet: dropping it is enough.
+void GlooCommContext::GroupAbort() { group_.Abort(); }
 
 void GlooCommContext::WaitSend(::gloo::transport::UnboundBuffer* buf, int peer) {
   Call("send", [&] {
