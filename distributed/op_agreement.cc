@@ -212,7 +212,7 @@ void FusedSmallAllReduce(phi::distributed::CommContext* comm, phi::Stream* strea
   using namespace phi::distributed;  // NOLINT: the host reduction kernels
   CpuReduceInput in = PrepareCpuReduce(send, count, dtype, red);
   const size_t bytes = static_cast<size_t>(in.count) * phi::SizeOf(in.dtype);
-  if (!FitsExchange(comm, bytes)) {  // the communicator's exchange is smaller: check, then the engine's all-reduce
+  if (!FitsExchange(comm, bytes)) {  // too large to ride along: check, then the engine's op
     CheckAgreement(comm, stream, mine, group, gid, store);
     comm->AllReduce(send, recv, count, dtype, red, stream);
     return;
@@ -222,9 +222,7 @@ void FusedSmallAllReduce(phi::distributed::CommContext* comm, phi::Stream* strea
   EvaluateRecords(g.recs, comm->GetRank(), group, gid, store);
   if (bytes == 0) return;
   // Every rank reduces the same payloads in rank order: the same bits everywhere.
-  CpuReduceInRankOrder(GetCpuReduceFn(in.dtype, red.op), g.base + kRecordBytes, g.stride, size,
-                       in.count, recv);
-  if (red.op == ReduceOp::AVG) CpuDivide(in.dtype, recv, in.count, size);
+  CpuAllReduceGathered(in.dtype, red.op, g.base + kRecordBytes, g.stride, size, in.count, recv);
 }
 
 }  // namespace distributed

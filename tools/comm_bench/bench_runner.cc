@@ -45,8 +45,8 @@ class GroupSync : public RankSync {
  public:
   GroupSync(ProcessGroup* pg, phi::Place place) : pg_(pg), place_(place) {}
   void Barrier() override { pg_->Barrier()->Wait(); }
-  double SumOverRanks(double v) override {
-    DenseTensor host = DenseTensor::FromVector<double>({v});
+  std::vector<double> SumEachOverRanks(std::vector<double> v) override {
+    DenseTensor host = DenseTensor::FromVector<double>(v);
     DenseTensor t;
     if (place_.is_cpu()) {
       t = host;
@@ -55,7 +55,7 @@ class GroupSync : public RankSync {
     }
     auto task = pg_->AllReduce(&t, t, distributed::AllreduceOptions{}, true);
     task->Synchronize();
-    return t.ToVector<double>()[0];
+    return t.ToVector<double>();
   }
 
  private:
@@ -70,19 +70,20 @@ class StoreSync : public RankSync {
   StoreSync(std::shared_ptr<phi::distributed::Store> store, int rank, int world)
       : store_(std::move(store)), rank_(rank), world_(world) {}
   void Barrier() override { SumOverRanks(0); }
-  double SumOverRanks(double v) override {
+  std::vector<double> SumEachOverRanks(std::vector<double> v) override {
     const std::string round = "comm_bench/sync/" + std::to_string(round_++) + "/";
-    std::vector<uint8_t> bytes(sizeof(double));
-    std::memcpy(bytes.data(), &v, sizeof(double));
-    store_->set(round + std::to_string(rank_), bytes);
-    double sum = 0;
+    const size_t bytes = v.size() * sizeof(double);
+    std::vector<uint8_t> mine(bytes);
+    std::memcpy(mine.data(), v.data(), bytes);
+    store_->set(round + std::to_string(rank_), mine);
+    std::vector<double> sum(v.size(), 0.0), x(v.size());
     for (int r = 0; r < world_; ++r) {
       const std::string key = round + std::to_string(r);
       store_->wait({key});
       auto got = store_->get(key);
-      double x = 0;
-      std::memcpy(&x, got.data(), std::min(got.size(), sizeof(double)));
-      sum += x;
+      std::fill(x.begin(), x.end(), 0.0);
+      std::memcpy(x.data(), got.data(), std::min(got.size(), bytes));
+      for (size_t i = 0; i < x.size(); ++i) sum[i] += x[i];
     }
     return sum;
   }
@@ -118,19 +119,16 @@ Runner::Runner(const BenchOptions& opts, ProcessGroup* pg, phi::Place place,
     : opts_(opts), pg_(pg), place_(place), raws_(std::move(raws)), sync_(sync), world_(world) {}
 
 Stats Runner::OverRanks(std::vector<double> samples) {
-  Stats mine;
+  std::vector<double> mine(3, 0.0);  // mean, median, p90 of this rank
   if (!samples.empty()) {
     double sum = 0;
     for (double s : samples) sum += s;
-    mine.mean = sum / static_cast<double>(samples.size());
-    mine.median = Median(samples);
-    mine.p90 = Percentile(samples, 90);
+    mine[0] = sum / static_cast<double>(samples.size());
+    mine[1] = Median(samples);
+    mine[2] = Percentile(std::move(samples), 90);
   }
-  Stats all;
-  all.mean = sync_->SumOverRanks(mine.mean) / world_;
-  all.median = sync_->SumOverRanks(mine.median) / world_;
-  all.p90 = sync_->SumOverRanks(mine.p90) / world_;
-  return all;
+  const std::vector<double> all = sync_->SumEachOverRanks(mine);
+  return Stats{all[0] / world_, all[1] / world_, all[2] / world_};
 }
 
 void Runner::TimeOp(const BenchOp& op, OpBuffers* b, int iters, std::vector<double>* samples) {

@@ -19,7 +19,9 @@ class RankSync {
  public:
   virtual ~RankSync() = default;
   virtual void Barrier() = 0;
-  virtual double SumOverRanks(double v) = 0;
+  // Element-wise sums over ranks, in one exchange.
+  virtual std::vector<double> SumEachOverRanks(std::vector<double> v) = 0;
+  double SumOverRanks(double v) { return SumEachOverRanks({v})[0]; }
 };
 std::unique_ptr<RankSync> MakeGroupSync(ProcessGroup* pg, phi::Place place);
 std::unique_ptr<RankSync> MakeStoreSync(std::shared_ptr<phi::distributed::Store> store,

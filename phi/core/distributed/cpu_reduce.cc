@@ -134,17 +134,19 @@ CpuReduceInput PrepareCpuReduce(const void* send, int64_t count, DataType dtype,
   return p;
 }
 
-void CpuReduceInRankOrder(CpuReduceFn fn, const char* gathered, size_t block_bytes, int n,
-                          int64_t count, void* out) {
+void CpuAllReduceGathered(DataType dtype, ReduceOp op, const char* gathered, size_t block_bytes,
+                          int n, int64_t count, void* out) {
   if (n <= 0 || count <= 0) return;
   if (n == 1) {
-    std::memcpy(out, gathered, block_bytes);
-    return;
+    std::memcpy(out, gathered, static_cast<size_t>(count) * SizeOf(dtype));
+  } else {
+    CpuReduceFn fn = GetCpuReduceFn(dtype, op);
+    fn(out, gathered, gathered + block_bytes, static_cast<size_t>(count));
+    for (int r = 2; r < n; ++r) {
+      fn(out, out, gathered + static_cast<size_t>(r) * block_bytes, static_cast<size_t>(count));
+    }
   }
-  fn(out, gathered, gathered + block_bytes, static_cast<size_t>(count));
-  for (int r = 2; r < n; ++r) {
-    fn(out, out, gathered + static_cast<size_t>(r) * block_bytes, static_cast<size_t>(count));
-  }
+  if (op == ReduceOp::AVG) CpuDivide(dtype, out, count, n);
 }
 
 }  // namespace distributed

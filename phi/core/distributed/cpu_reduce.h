@@ -39,12 +39,12 @@ struct CpuReduceInput {
 CpuReduceInput PrepareCpuReduce(const void* send, int64_t count, DataType dtype,
                                 const Reduction& red);
 
-// out = gathered[0] (op) gathered[1] (op) ... (op) gathered[n-1], block r at r * block_bytes,
-// `count` elements each, always in rank order: every rank that reduces the same gathered
-// blocks gets the same bits (a ring reduces in a different order on each rank). out may not
-// alias `gathered`.
-void CpuReduceInRankOrder(CpuReduceFn fn, const char* gathered, size_t block_bytes, int n,
-                          int64_t count, void* out);
+// The all-reduce of gathered blocks: out = gathered[0] (op) ... (op) gathered[n-1], block r at
+// r * block_bytes, `count` elements of (real, prepared) `dtype` each, always in rank order,
+// then AVG's divide. Every rank that reduces the same gathered blocks gets the same bits (a
+// ring reduces in a different order on each rank). out may not alias `gathered`.
+void CpuAllReduceGathered(DataType dtype, ReduceOp op, const char* gathered, size_t block_bytes,
+                          int n, int64_t count, void* out);
 
 }  // namespace distributed
 }  // namespace phi

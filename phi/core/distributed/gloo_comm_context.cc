@@ -309,9 +309,7 @@ void GlooCommContext::RunAllReduce(const void* send, void* recv, int64_t count, 
     // Small and mid sizes: gather every rank's input through the bound exchange and reduce
     // locally in rank order (one exchange; the same bits on every rank).
     const char* all = ExchangeEqual("allreduce", p.data, bytes);
-    CpuReduceInRankOrder(GetCpuReduceFn(p.dtype, red.op), all, exchange_.Stride(), GetSize(),
-                         p.count, recv);
-    if (red.op == ReduceOp::AVG) CpuDivide(p.dtype, recv, p.count, GetSize());
+    CpuAllReduceGathered(p.dtype, red.op, all, exchange_.Stride(), GetSize(), p.count, recv);
     return;
   }
   Call("allreduce", [&] {

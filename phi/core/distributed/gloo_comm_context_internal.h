@@ -128,7 +128,6 @@ class GlooCommContext : public CommContext {
 
  private:
   using PendingAllReduce = PendingCpuAllReduce;  // fused at GroupEnd (cpu_coalesce.h)
-  // A send or receive of an open group, posted at the outermost GroupEnd (see gloo_p2p.cc).
   // A send or receive of an open group, posted at the outermost GroupEnd (gloo_p2p.cc).
   using DeferredP2P = PendingCpuP2P;
   // A posted send: its header message (with the payload when small) and, for a large
@@ -191,7 +190,6 @@ class GlooCommContext : public CommContext {
   ::gloo::AllreduceOptions::Algorithm allreduce_algorithm_;
   mutable std::mutex broken_mu_;
   std::string broken_;  // the first failure's message; empty while usable
-  // Group state; only the comm stream's thread touches it.
   // The open engine group: the comm stream's thread's (a point-to-point lane's call on another
   // thread meanwhile runs at once; cpu_coalesce.h).
   CpuGroupBatch<> group_;
