@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "phi/core/distributed/store/tcp_store.h"
 #include "phi/core/errors.h"
 #include "phi/core/flags.h"
 
@@ -304,6 +305,9 @@ class Watchdog {
                  "exit code %d)\n", report.c_str(), action.c_str(), kWatchdogExitCode);
     std::fflush(stderr);
     google::FlushLogFiles(google::GLOG_INFO);
+    // _Exit runs no destructors: a store this process hosts would vanish under the ranks
+    // that still need it to name the failure.
+    phi::distributed::TCPStore::KeepHostedStoresForOtherProcesses();
     std::_Exit(kWatchdogExitCode);
   }
 

@@ -38,6 +38,10 @@ DECLARE_string(comm_dump_dir);
 // span is written at exit as a Chrome/Perfetto JSON trace (tools/merge_traces merges ranks).
 DECLARE_string(comm_trace_dir);
 DECLARE_int32(comm_trace_max_events);
+// A process hosting a TCPStore (rank 0 started without a launcher) keeps serving the
+// clients of other processes for up to this many seconds when it ends before them, so they
+// can still use the store to name what failed (phi/core/distributed/store/tcp_store.h).
+DECLARE_int32(store_host_linger_s);
 // Default timeout of a process group, in seconds.
 DECLARE_int32(default_group_timeout_s);
 // Bound on allocations whose free waits for a stream; past it the oldest are waited for.

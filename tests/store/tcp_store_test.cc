@@ -13,6 +13,7 @@
 #include "phi/core/distributed/store/prefix_store.h"
 #include "phi/core/distributed/store/tcp_store.h"
 #include "phi/core/distributed/store/tcp_store_server.h"
+#include "phi/core/flags.h"
 #include "tests/harness/multiprocess.h"
 #include "tests/store/store_conformance.h"
 #include "tests/store/store_test_util.h"
@@ -195,6 +196,58 @@ TEST(TCPStoreTest, MasterWaitsForAllWorkers) {
       EXPECT_EQ(store.add("__tcpstore_init/workers", 0), 3);
     }
     HostStaysUntilAllDone(ctx, "workers-done");
+  });
+}
+
+// A rank 0 that fails first must not take the store with it: the master's destructor keeps
+// serving another process's client until it leaves, bounded by FLAGS_store_host_linger_s,
+// and does not wait for clients of its own process.
+TEST(TCPStoreTest, MasterKeepsServingOtherProcessesUntilTheyLeave) {
+  RunRanks(2, [](const RankContext& ctx) {
+    using Clock = std::chrono::steady_clock;
+    if (ctx.rank == 0) {
+      auto host = std::make_unique<TCPStore>("127.0.0.1", 0, true, 0, std::chrono::seconds(20));
+      auto own_clone = host->Clone();  // a client of this process: never waited for
+      ctx.store->set("port", std::to_string(host->port()));
+      host->wait({"joined"});
+      auto t0 = Clock::now();
+      host.reset();
+      const auto waited = Clock::now() - t0;
+      EXPECT_GE(waited, milliseconds(400)) << "the master went while rank 1 still used it";
+      EXPECT_LT(waited, std::chrono::seconds(8));
+      // Rank 1 now stays connected past the linger time: the master goes after it.
+      FLAGS_store_host_linger_s = 1;
+      auto second = std::make_unique<TCPStore>("127.0.0.1", 0, true, 0, std::chrono::seconds(20));
+      ctx.store->set("port2", std::to_string(second->port()));
+      second->wait({"joined2"});
+      t0 = Clock::now();
+      second.reset();
+      EXPECT_GE(Clock::now() - t0, milliseconds(900));
+      EXPECT_LT(Clock::now() - t0, milliseconds(2500));
+      ctx.store->set("second-gone", "1");
+      // With only its own clone left, a master goes at once.
+      auto third = std::make_unique<TCPStore>("127.0.0.1", 0, true, 0, std::chrono::seconds(20));
+      auto clone3 = third->Clone();
+      clone3->set("k", "v");
+      t0 = Clock::now();
+      third.reset();
+      EXPECT_LT(Clock::now() - t0, milliseconds(300));
+      (void)own_clone;
+      return;
+    }
+    {
+      TCPStore client("127.0.0.1", static_cast<uint16_t>(std::stoi(ctx.store->get_string("port"))),
+                      false, 0, std::chrono::seconds(20));
+      client.set("joined", "1");
+      std::this_thread::sleep_for(milliseconds(600));  // rank 0 is in its destructor now
+      client.set("after", "2");
+      EXPECT_EQ(client.get_string("after"), "2");
+    }
+    TCPStore lingering("127.0.0.1",
+                       static_cast<uint16_t>(std::stoi(ctx.store->get_string("port2"))), false,
+                       0, std::chrono::seconds(20));
+    lingering.set("joined2", "1");
+    ctx.store->wait({"second-gone"});
   });
 }
 

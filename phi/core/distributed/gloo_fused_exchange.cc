@@ -21,9 +21,12 @@
 // raises "connection closed" although the data is in the buffer. So every block carries the
 // call's sequence number before and after its payload, and when a wait raises, a block whose
 // two numbers both say "this call" has arrived whole (the transport writes it in order) and
-// is used; only a block that is missing or cut short is an error. A send's completion is not
-// awaited for the same reason: a right neighbour that has gone has read all this rank sent
-// (it could not have finished its call otherwise), and a failure shows in the next call.
+// is used; only a block that is missing or cut short is an error. Every send is awaited
+// before the call returns: Gloo may still hold part of a send in its queue (a socket buffer
+// that was full), and a rank that ends right after its call (exit, group destroyed) would
+// drop it with the pair, so its right neighbour would miss the end of a block. A send whose
+// wait raises does not fail this rank's call: this rank has every block it needs, and a
+// right neighbour that lost data fails its own call and names this rank.
 //
 // Sizes may differ across ranks (up to the capacity, which every rank has the same: it
 // depends on the group size only), so the agreement check can exchange records and payloads
@@ -113,6 +116,13 @@ const char* GlooFusedExchange::Run(const void* mine, size_t bytes,
       recv_->waitRecv();
     } catch (...) {
       if (!whole(carried)) throw;
+    }
+  }
+  for (int round = 0; round < n - 1; ++round) {
+    try {
+      send_->waitSend();
+    } catch (...) {
+      break;  // the pair has failed: every later wait on it raises at once too
     }
   }
   lengths->resize(static_cast<size_t>(n));

@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
 #include <thread>
 
 #include "phi/core/distributed/store/store_auth.h"
 #include "phi/core/distributed/store/tcp_utils.h"
 #include "phi/core/errors.h"
+#include "phi/core/flags.h"
 
 namespace phi {
 namespace distributed {
@@ -36,6 +38,57 @@ std::string KeyList(const std::vector<std::string>& keys) {
   for (size_t i = 0; i < keys.size() && i < 16; ++i) s += (i ? ", " : "") + Quote(keys[i]);
   if (keys.size() > 16) s += ", ... (" + std::to_string(keys.size()) + " keys)";
   return s;
+}
+
+// The clients and masters of this process, so a master can tell which of its server's
+// connections belong to other processes.
+struct InProcessStores {
+  std::mutex mu;
+  std::multiset<std::string> client_endpoints;
+  std::set<TCPStore*> masters;
+};
+InProcessStores& Registry() {
+  static auto* r = new InProcessStores;  // never destroyed: used from exit paths
+  return *r;
+}
+
+// Connections of `server` whose client is not a TCPStore of this process. Caller holds
+// Registry().mu.
+size_t OtherProcessClients(const TCPStoreServer& server) {
+  size_t n = 0;
+  for (const auto& e : server.ClientEndpoints()) {
+    if (e.empty() || !Registry().client_endpoints.count(e)) ++n;
+  }
+  return n;
+}
+
+// Polls `count` (called with Registry().mu held) until it is 0 or the linger time passed.
+template <typename Count>
+void LingerWhile(const std::string& who, Count count) {
+  const auto started = Clock::now();
+  const auto deadline = started + std::chrono::seconds(std::max(0, FLAGS_store_host_linger_s));
+  size_t n = 0;
+  bool announced = false;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(Registry().mu);
+      n = count();
+    }
+    if (n == 0) break;
+    if (!announced) {
+      VLOG(1) << who << ": " << n << " client(s) of other processes still connected; serving "
+              << "them for up to " << FLAGS_store_host_linger_s << " s before going";
+      announced = true;
+    }
+    if (Clock::now() >= deadline) {
+      LOG(WARNING) << who << ": goes with " << n << " client(s) of other processes still "
+                   << "connected after " << MsSince(started) << " ms (FLAGS_store_host_linger_s="
+                   << FLAGS_store_host_linger_s << ")";
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (announced) VLOG(1) << who << ": the last client left after " << MsSince(started) << " ms";
 }
 
 Frame MakeRequest(Command cmd, std::vector<std::string> keys = {},
@@ -70,6 +123,8 @@ TCPStore::TCPStore(const TCPStoreOptions& o)
     server_ = std::make_unique<TCPStoreServer>(token_);
     server_->Start(host_, port_);
     port_ = server_->port();
+    std::lock_guard<std::mutex> lock(Registry().mu);
+    Registry().masters.insert(this);
   }
   Connect();
   if (o.world_size > 0) WaitForWorkers(o.world_size);
@@ -87,12 +142,38 @@ std::shared_ptr<Store> TCPStore::Clone() {
 
 TCPStore::~TCPStore() {
   CloseSocket();
+  if (server_) {
+    {
+      std::lock_guard<std::mutex> lock(Registry().mu);
+      Registry().masters.erase(this);
+    }
+    LingerWhileOtherProcessesAreConnected();
+  }
   server_.reset();  // the master's server goes last: the other ranks may still be talking
+}
+
+void TCPStore::LingerWhileOtherProcessesAreConnected() {
+  LingerWhile("store host " + Where(), [this] { return OtherProcessClients(*server_); });
+}
+
+void TCPStore::KeepHostedStoresForOtherProcesses() {
+  LingerWhile("store host(s) of this process", [] {
+    size_t n = 0;
+    for (TCPStore* m : Registry().masters) n += OtherProcessClients(*m->server_);
+    return n;
+  });
 }
 
 std::string TCPStore::Where() const { return "TCPStore " + tcputils::HostPort(host_, port_); }
 
 void TCPStore::CloseSocket() {
+  if (!local_endpoint_.empty()) {
+    std::lock_guard<std::mutex> lock(Registry().mu);
+    auto& endpoints = Registry().client_endpoints;
+    auto it = endpoints.find(local_endpoint_);
+    if (it != endpoints.end()) endpoints.erase(it);
+    local_endpoint_.clear();
+  }
   if (fd_ >= 0) close(fd_);
   fd_ = -1;
   rbuf_.clear();
@@ -118,6 +199,11 @@ void TCPStore::Connect() {
     if (fd >= 0) {
       fd_ = fd;
       rbuf_.clear();
+      local_endpoint_ = tcputils::Endpoint(fd, /*peer=*/false);
+      if (!local_endpoint_.empty()) {
+        std::lock_guard<std::mutex> lock(Registry().mu);
+        Registry().client_endpoints.insert(local_endpoint_);
+      }
       try {
         Frame hello = ReadFrame(attempt_deadline, "connect", started);
         if (hello.type != static_cast<uint8_t>(Status::kHello) || hello.keys.empty() ||

@@ -10,6 +10,12 @@
 // a key that does not appear within the timeout raises phi::TimeoutError naming the keys; a
 // lost connection raises phi::UnavailableError. One TCPStore may be shared by threads;
 // requests are serialized on its connection.
+//
+// The master outlives its own failure a little: when it is destroyed (or the process is
+// about to exit, see KeepHostedStoresForOtherProcesses) while clients of other processes
+// are still connected, it keeps serving them until they leave or FLAGS_store_host_linger_s
+// pass. A rank 0 that failed first must not take the store with it while the other ranks
+// still need it to find out and name what failed.
 #pragma once
 
 #include <chrono>
@@ -73,6 +79,11 @@ class TCPStore : public Store {
   // The in-process server of the master, nullptr elsewhere.
   TCPStoreServer* server() const { return server_.get(); }
 
+  // Blocks until no client of another process is connected to any store this process
+  // hosts, or FLAGS_store_host_linger_s have passed. For a process about to exit without
+  // running destructors (the watchdog's abort); a master's destructor does the same.
+  static void KeepHostedStoresForOtherProcesses();
+
  private:
   void Connect();
   void Authenticate(const tcpstore::Frame& hello);
@@ -89,6 +100,7 @@ class TCPStore : public Store {
                          const std::string& why);
   std::string Where() const;
   void CloseSocket();
+  void LingerWhileOtherProcessesAreConnected();
 
   std::string host_;
   uint16_t port_;
@@ -96,6 +108,7 @@ class TCPStore : public Store {
   std::unique_ptr<TCPStoreServer> server_;
   std::mutex mu_;  // one request in flight per connection
   int fd_ = -1;
+  std::string local_endpoint_;  // this client's "ip:port", registered as in-process
   std::vector<uint8_t> rbuf_;
 };
 

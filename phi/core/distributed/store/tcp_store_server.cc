@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -79,6 +80,13 @@ class TCPStoreServerLoop {
   std::atomic<size_t> num_connections{0};
   std::atomic<size_t> num_rejected{0};
 
+  std::vector<std::string> ClientEndpoints() const {
+    std::lock_guard<std::mutex> lock(endpoints_mu_);
+    std::vector<std::string> out;
+    for (const auto& kv : endpoints_) out.push_back(kv.second);
+    return out;
+  }
+
  private:
   struct Pending {
     Frame request;
@@ -125,6 +133,9 @@ class TCPStoreServerLoop {
   // key -> connections whose parked request waits for it.
   std::unordered_map<std::string, std::unordered_set<uint64_t>> waiters_;
   std::vector<uint64_t> runnable_;
+  // Peer address of each connection, read by other threads (ClientEndpoints).
+  mutable std::mutex endpoints_mu_;
+  std::unordered_map<uint64_t, std::string> endpoints_;
 };
 
 void TCPStoreServerLoop::Run() {
@@ -177,6 +188,10 @@ void TCPStoreServerLoop::Run() {
         Unregister(it->second);
         close(it->second.fd);
         VLOG(3) << "TCPStoreServer: closed connection " << it->first;
+        {
+          std::lock_guard<std::mutex> lock(endpoints_mu_);
+          endpoints_.erase(it->first);
+        }
         it = conns_.erase(it);
         num_connections.fetch_sub(1);
       } else {
@@ -217,6 +232,10 @@ void TCPStoreServerLoop::Accept() {
     c.id = id;
     c.fd = fd;
     num_connections.fetch_add(1);
+    {
+      std::lock_guard<std::mutex> lock(endpoints_mu_);
+      endpoints_[id] = tcputils::Endpoint(fd, /*peer=*/true);
+    }
     Frame hello;
     hello.type = static_cast<uint8_t>(Status::kHello);
     hello.keys.push_back(tcpstore::kProtocolName);
@@ -553,6 +572,11 @@ void TCPStoreServer::Stop() {
 size_t TCPStoreServer::num_connections() const {
   std::lock_guard<std::mutex> lock(mu_);
   return loop_ ? loop_->num_connections.load() : 0;
+}
+
+std::vector<std::string> TCPStoreServer::ClientEndpoints() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return loop_ ? loop_->ClientEndpoints() : std::vector<std::string>{};
 }
 
 size_t TCPStoreServer::num_rejected() const {

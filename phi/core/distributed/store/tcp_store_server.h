@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace phi {
 namespace distributed {
@@ -49,6 +50,8 @@ class TCPStoreServer {
   size_t num_connections() const;
   // Connections closed because they sent a malformed frame or failed authentication.
   size_t num_rejected() const;
+  // The peer address ("ip:port") of every open connection.
+  std::vector<std::string> ClientEndpoints() const;
 
  private:
   std::string token_;

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 
 namespace phi {
@@ -103,6 +104,22 @@ uint16_t LocalPort(int fd) {
   if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
   if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
   return 0;
+}
+
+std::string Endpoint(int fd, bool peer) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  auto* sa = reinterpret_cast<sockaddr*>(&ss);
+  if ((peer ? getpeername(fd, sa, &len) : getsockname(fd, sa, &len)) != 0) return "";
+  char host[NI_MAXHOST] = {0};
+  char serv[NI_MAXSERV] = {0};
+  if (getnameinfo(sa, len, host, sizeof(host), serv, sizeof(serv),
+                  NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+    return "";
+  }
+  std::string h = host;
+  if (h.rfind("::ffff:", 0) == 0 && h.find('.') != std::string::npos) h = h.substr(7);
+  return HostPort(h, static_cast<uint16_t>(std::atoi(serv)));
 }
 
 int ConnectOnce(const std::string& host, uint16_t port, Clock::time_point deadline,

@@ -22,6 +22,10 @@ std::string HostPort(const std::string& host, uint16_t port);
 int Listen(const std::string& host, uint16_t port, std::string* error);
 // The local port a socket is bound to, 0 on failure.
 uint16_t LocalPort(int fd);
+// A connected socket's own ("local") or its peer's address as numeric "ip:port" (an
+// IPv4-mapped IPv6 address is written as IPv4, so both ends of a connection spell it the
+// same way); "" on failure.
+std::string Endpoint(int fd, bool peer);
 
 // One connection attempt to every address host resolves to, until deadline. Returns a
 // connected non-blocking fd or -1 with *error describing the last failure.
