@@ -232,6 +232,14 @@ TEST(TCPStoreTest, MasterKeepsServingOtherProcessesUntilTheyLeave) {
       t0 = Clock::now();
       third.reset();
       EXPECT_LT(Clock::now() - t0, milliseconds(300));
+      // A master that is never destroyed: the exit path (atexit, watchdog abort) waits too.
+      auto kept = std::make_unique<TCPStore>("127.0.0.1", 0, true, 0, std::chrono::seconds(20));
+      ctx.store->set("port4", std::to_string(kept->port()));
+      kept->wait({"joined4"});
+      t0 = Clock::now();
+      TCPStore::KeepHostedStoresForOtherProcesses();
+      EXPECT_GE(Clock::now() - t0, milliseconds(400));
+      EXPECT_EQ(kept->get_string("after4"), "4");
       (void)own_clone;
       return;
     }
@@ -248,6 +256,11 @@ TEST(TCPStoreTest, MasterKeepsServingOtherProcessesUntilTheyLeave) {
                        0, std::chrono::seconds(20));
     lingering.set("joined2", "1");
     ctx.store->wait({"second-gone"});
+    TCPStore last("127.0.0.1", static_cast<uint16_t>(std::stoi(ctx.store->get_string("port4"))),
+                  false, 0, std::chrono::seconds(20));
+    last.set("joined4", "1");
+    std::this_thread::sleep_for(milliseconds(600));
+    last.set("after4", "4");
   });
 }
 

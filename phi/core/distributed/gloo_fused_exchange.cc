@@ -24,9 +24,11 @@
 // is used; only a block that is missing or cut short is an error. Every send is awaited
 // before the call returns: Gloo may still hold part of a send in its queue (a socket buffer
 // that was full), and a rank that ends right after its call (exit, group destroyed) would
-// drop it with the pair, so its right neighbour would miss the end of a block. A send whose
-// wait raises does not fail this rank's call: this rank has every block it needs, and a
-// right neighbour that lost data fails its own call and names this rank.
+// drop it with the pair, so its right neighbour would miss the end of a block. A send that
+// completed never raises in its wait (Gloo counts it done when the kernel has the bytes), and
+// the right neighbour cannot finish before it has read all of them, so a raising wait is a
+// real failure of this call (a neighbour that died, or silence past the timeout) and fails
+// it here, with the call's own timing, instead of poisoning the next call.
 //
 // Sizes may differ across ranks (up to the capacity, which every rank has the same: it
 // depends on the group size only), so the agreement check can exchange records and payloads
@@ -118,13 +120,7 @@ const char* GlooFusedExchange::Run(const void* mine, size_t bytes,
       if (!whole(carried)) throw;
     }
   }
-  for (int round = 0; round < n - 1; ++round) {
-    try {
-      send_->waitSend();
-    } catch (...) {
-      break;  // the pair has failed: every later wait on it raises at once too
-    }
-  }
+  for (int round = 0; round < n - 1; ++round) send_->waitSend();
   lengths->resize(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) (*lengths)[static_cast<size_t>(r)] = field(block(r));
   return region + kHeader;

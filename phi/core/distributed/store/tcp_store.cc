@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 #include <thread>
 
@@ -46,18 +47,25 @@ struct InProcessStores {
   std::mutex mu;
   std::multiset<std::string> client_endpoints;
   std::set<TCPStore*> masters;
+  pid_t masters_pid = 0;  // a forked child inherits the set but not the servers' threads
 };
 InProcessStores& Registry() {
   static auto* r = new InProcessStores;  // never destroyed: used from exit paths
   return *r;
 }
 
-// Connections of `server` whose client is not a TCPStore of this process. Caller holds
+// Connections of `server` from clients of other processes that still use the store: one
+// that waits for a key, or sent something lately. A rank that still runs talks to the store
+// at least every watchdog tick (its progress), so a connection silent for several ticks is
+// a rank that is gone or cut off, which the store cannot help any more. Caller holds
 // Registry().mu.
-size_t OtherProcessClients(const TCPStoreServer& server) {
+size_t LiveClientsOfOtherProcesses(const TCPStoreServer& server) {
+  const std::chrono::milliseconds silent_after(
+      std::max(2000, 4 * FLAGS_comm_watchdog_interval_ms));
   size_t n = 0;
-  for (const auto& e : server.ClientEndpoints()) {
-    if (e.empty() || !Registry().client_endpoints.count(e)) ++n;
+  for (const auto& c : server.Clients()) {
+    if (!c.endpoint.empty() && Registry().client_endpoints.count(c.endpoint)) continue;
+    if (c.waiting || c.idle < silent_after) ++n;
   }
   return n;
 }
@@ -76,13 +84,13 @@ void LingerWhile(const std::string& who, Count count) {
     }
     if (n == 0) break;
     if (!announced) {
-      VLOG(1) << who << ": " << n << " client(s) of other processes still connected; serving "
+      VLOG(1) << who << ": " << n << " client(s) of other processes still use it; serving "
               << "them for up to " << FLAGS_store_host_linger_s << " s before going";
       announced = true;
     }
     if (Clock::now() >= deadline) {
       LOG(WARNING) << who << ": goes with " << n << " client(s) of other processes still "
-                   << "connected after " << MsSince(started) << " ms (FLAGS_store_host_linger_s="
+                   << "using it after " << MsSince(started) << " ms (FLAGS_store_host_linger_s="
                    << FLAGS_store_host_linger_s << ")";
       return;
     }
@@ -125,6 +133,11 @@ TCPStore::TCPStore(const TCPStoreOptions& o)
     port_ = server_->port();
     std::lock_guard<std::mutex> lock(Registry().mu);
     Registry().masters.insert(this);
+    Registry().masters_pid = getpid();
+    // A master is often never destroyed (a process group kept in a leaked registry holds
+    // it): a normal exit keeps it for the other processes too.
+    static const bool hooked = (std::atexit([] { KeepHostedStoresForOtherProcesses(); }), true);
+    (void)hooked;
   }
   Connect();
   if (o.world_size > 0) WaitForWorkers(o.world_size);
@@ -153,13 +166,17 @@ TCPStore::~TCPStore() {
 }
 
 void TCPStore::LingerWhileOtherProcessesAreConnected() {
-  LingerWhile("store host " + Where(), [this] { return OtherProcessClients(*server_); });
+  LingerWhile("store host " + Where(), [this] { return LiveClientsOfOtherProcesses(*server_); });
 }
 
 void TCPStore::KeepHostedStoresForOtherProcesses() {
+  {
+    std::lock_guard<std::mutex> lock(Registry().mu);
+    if (Registry().masters.empty() || Registry().masters_pid != getpid()) return;
+  }
   LingerWhile("store host(s) of this process", [] {
     size_t n = 0;
-    for (TCPStore* m : Registry().masters) n += OtherProcessClients(*m->server_);
+    for (TCPStore* m : Registry().masters) n += LiveClientsOfOtherProcesses(*m->server_);
     return n;
   });
 }

@@ -11,11 +11,11 @@
 // lost connection raises phi::UnavailableError. One TCPStore may be shared by threads;
 // requests are serialized on its connection.
 //
-// The master outlives its own failure a little: when it is destroyed (or the process is
-// about to exit, see KeepHostedStoresForOtherProcesses) while clients of other processes
-// are still connected, it keeps serving them until they leave or FLAGS_store_host_linger_s
-// pass. A rank 0 that failed first must not take the store with it while the other ranks
-// still need it to find out and name what failed.
+// The master outlives its own failure a little: when it is destroyed, or its process exits
+// (see KeepHostedStoresForOtherProcesses), while clients of other processes still use it
+// (wait for a key, or sent something lately), it keeps serving them until they stop or
+// FLAGS_store_host_linger_s pass. A rank 0 that failed first must not take the store with
+// it while the other ranks still need it to find out and name what failed.
 #pragma once
 
 #include <chrono>
@@ -79,8 +79,8 @@ class TCPStore : public Store {
   // The in-process server of the master, nullptr elsewhere.
   TCPStoreServer* server() const { return server_.get(); }
 
-  // Blocks until no client of another process is connected to any store this process
-  // hosts, or FLAGS_store_host_linger_s have passed. For a process about to exit without
+  // Blocks until no client of another process uses a store this process hosts, or
+  // FLAGS_store_host_linger_s have passed. For a process about to exit without
   // running destructors (the watchdog's abort); a master's destructor does the same.
   static void KeepHostedStoresForOtherProcesses();
 

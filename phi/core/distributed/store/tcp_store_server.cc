@@ -80,10 +80,17 @@ class TCPStoreServerLoop {
   std::atomic<size_t> num_connections{0};
   std::atomic<size_t> num_rejected{0};
 
-  std::vector<std::string> ClientEndpoints() const {
-    std::lock_guard<std::mutex> lock(endpoints_mu_);
-    std::vector<std::string> out;
-    for (const auto& kv : endpoints_) out.push_back(kv.second);
+  std::vector<TCPStoreServer::Client> Clients() const {
+    std::lock_guard<std::mutex> lock(clients_mu_);
+    std::vector<TCPStoreServer::Client> out;
+    const auto now = Clock::now();
+    for (const auto& kv : clients_) {
+      TCPStoreServer::Client c;
+      c.endpoint = kv.second.endpoint;
+      c.waiting = kv.second.waiting;
+      c.idle = std::chrono::duration_cast<std::chrono::milliseconds>(now - kv.second.last_active);
+      out.push_back(std::move(c));
+    }
     return out;
   }
 
@@ -133,9 +140,20 @@ class TCPStoreServerLoop {
   // key -> connections whose parked request waits for it.
   std::unordered_map<std::string, std::unordered_set<uint64_t>> waiters_;
   std::vector<uint64_t> runnable_;
-  // Peer address of each connection, read by other threads (ClientEndpoints).
-  mutable std::mutex endpoints_mu_;
-  std::unordered_map<uint64_t, std::string> endpoints_;
+  // What other threads may know of each connection (Clients()).
+  struct ClientState {
+    std::string endpoint;
+    Clock::time_point last_active;
+    bool waiting = false;
+  };
+  void NoteActivity(const Connection& c) {
+    std::lock_guard<std::mutex> lock(clients_mu_);
+    ClientState& st = clients_[c.id];
+    st.last_active = Clock::now();
+    st.waiting = c.has_pending;
+  }
+  mutable std::mutex clients_mu_;
+  std::unordered_map<uint64_t, ClientState> clients_;
 };
 
 void TCPStoreServerLoop::Run() {
@@ -189,8 +207,8 @@ void TCPStoreServerLoop::Run() {
         close(it->second.fd);
         VLOG(3) << "TCPStoreServer: closed connection " << it->first;
         {
-          std::lock_guard<std::mutex> lock(endpoints_mu_);
-          endpoints_.erase(it->first);
+          std::lock_guard<std::mutex> lock(clients_mu_);
+          clients_.erase(it->first);
         }
         it = conns_.erase(it);
         num_connections.fetch_sub(1);
@@ -233,8 +251,8 @@ void TCPStoreServerLoop::Accept() {
     c.fd = fd;
     num_connections.fetch_add(1);
     {
-      std::lock_guard<std::mutex> lock(endpoints_mu_);
-      endpoints_[id] = tcputils::Endpoint(fd, /*peer=*/true);
+      std::lock_guard<std::mutex> lock(clients_mu_);
+      clients_[id] = ClientState{tcputils::Endpoint(fd, /*peer=*/true), Clock::now(), false};
     }
     Frame hello;
     hello.type = static_cast<uint8_t>(Status::kHello);
@@ -264,6 +282,7 @@ void TCPStoreServerLoop::ReadFrom(Connection& c) {
   for (int rounds = 0; rounds < 64 && c.in.size() < kMaxBufferedInput; ++rounds) {
     ssize_t n = recv(c.fd, buf, sizeof(buf), 0);
     if (n > 0) {
+      if (rounds == 0) NoteActivity(c);
       c.in.insert(c.in.end(), buf, buf + n);
       continue;
     }
@@ -391,6 +410,7 @@ void TCPStoreServerLoop::HandleBlocking(Connection& c, Frame&& f) {
   std::vector<std::string> missing = Missing(f.keys);
   int64_t ms = std::min(f.integer, kMaxWaitMs);
   c.has_pending = true;
+  NoteActivity(c);
   c.pending.request = std::move(f);
   c.pending.deadline = Clock::now() + std::chrono::milliseconds(ms);
   if (missing.empty()) {
@@ -413,6 +433,7 @@ void TCPStoreServerLoop::CompletePending(Connection& c) {
     for (const auto& k : req.keys) r.values.push_back(data_.at(k));
   }
   c.has_pending = false;
+  NoteActivity(c);
   c.pending.request = Frame();
   Reply(c, std::move(r));
   runnable_.push_back(c.id);  // pipelined requests behind the parked one may now run
@@ -428,6 +449,7 @@ void TCPStoreServerLoop::ExpireDeadlines() {
     r.type = static_cast<uint8_t>(Status::kTimeout);
     r.keys = Missing(c.pending.request.keys);
     c.has_pending = false;
+    NoteActivity(c);
     c.pending.request = Frame();
     Reply(c, std::move(r));
     runnable_.push_back(c.id);
@@ -574,9 +596,9 @@ size_t TCPStoreServer::num_connections() const {
   return loop_ ? loop_->num_connections.load() : 0;
 }
 
-std::vector<std::string> TCPStoreServer::ClientEndpoints() const {
+std::vector<TCPStoreServer::Client> TCPStoreServer::Clients() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return loop_ ? loop_->ClientEndpoints() : std::vector<std::string>{};
+  return loop_ ? loop_->Clients() : std::vector<Client>{};
 }
 
 size_t TCPStoreServer::num_rejected() const {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -50,8 +51,14 @@ class TCPStoreServer {
   size_t num_connections() const;
   // Connections closed because they sent a malformed frame or failed authentication.
   size_t num_rejected() const;
-  // The peer address ("ip:port") of every open connection.
-  std::vector<std::string> ClientEndpoints() const;
+  // Every open connection: its peer address, how long since it last sent anything, and
+  // whether it waits for a key now.
+  struct Client {
+    std::string endpoint;  // "ip:port"
+    std::chrono::milliseconds idle{0};
+    bool waiting = false;
+  };
+  std::vector<Client> Clients() const;
 
  private:
   std::string token_;
