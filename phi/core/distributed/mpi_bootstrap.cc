@@ -40,6 +40,7 @@ RendezvousResult MpiRendezvous(std::chrono::milliseconds timeout) {
   char address[256] = {0};  // "host:port" of rank 0's server
   TCPStoreOptions o;
   o.timeout = timeout;
+  o.linger = false;  // the ranks meet in MPI_Finalize; mpirun ends the job on a failure
   std::shared_ptr<TCPStore> master;
   if (r.rank == 0) {
     o.host = "127.0.0.1";

@@ -123,7 +123,7 @@ TCPStore::TCPStore(std::string host, uint16_t port, bool is_master, int world_si
       }()) {}
 
 TCPStore::TCPStore(const TCPStoreOptions& o)
-    : Store(o.timeout), host_(o.host), port_(o.port) {
+    : Store(o.timeout), host_(o.host), port_(o.port), linger_(o.linger) {
   PADDLE_ENFORCE_GE(o.timeout.count(), 0,
                     errors::InvalidArgument("TCPStore timeout must not be negative"));
   token_ = (o.token.empty() && o.token_from_env) ? StoreTokenFromEnv() : o.token;
@@ -131,6 +131,11 @@ TCPStore::TCPStore(const TCPStoreOptions& o)
     server_ = std::make_unique<TCPStoreServer>(token_);
     server_->Start(host_, port_);
     port_ = server_->port();
+  }
+  Connect();
+  if (o.world_size > 0) WaitForWorkers(o.world_size);
+  // Registered only once constructed: a constructor that throws runs no destructor.
+  if (o.is_master && linger_) {
     std::lock_guard<std::mutex> lock(Registry().mu);
     Registry().masters.insert(this);
     Registry().masters_pid = getpid();
@@ -139,8 +144,6 @@ TCPStore::TCPStore(const TCPStoreOptions& o)
     static const bool hooked = (std::atexit([] { KeepHostedStoresForOtherProcesses(); }), true);
     (void)hooked;
   }
-  Connect();
-  if (o.world_size > 0) WaitForWorkers(o.world_size);
 }
 
 std::shared_ptr<Store> TCPStore::Clone() {
@@ -160,7 +163,7 @@ TCPStore::~TCPStore() {
       std::lock_guard<std::mutex> lock(Registry().mu);
       Registry().masters.erase(this);
     }
-    LingerWhileOtherProcessesAreConnected();
+    if (linger_) LingerWhileOtherProcessesAreConnected();
   }
   server_.reset();  // the master's server goes last: the other ranks may still be talking
 }

@@ -43,6 +43,10 @@ struct TCPStoreOptions {
   // Used by the master's server too.
   bool token_from_env = true;
   std::string token;
+  // The master keeps serving other processes' clients that still use it when it ends (see
+  // the top of this file). Off where the job's end is synchronized otherwise (mpirun's
+  // ranks meet in MPI_Finalize: a lingering rank 0 would only hold the others there).
+  bool linger = true;
 };
 
 class TCPStore : public Store {
@@ -109,6 +113,7 @@ class TCPStore : public Store {
   std::mutex mu_;  // one request in flight per connection
   int fd_ = -1;
   std::string local_endpoint_;  // this client's "ip:port", registered as in-process
+  bool linger_ = true;
   std::vector<uint8_t> rbuf_;
 };
 
