@@ -4,6 +4,8 @@
 
 #include <signal.h>
 
+#include <thread>
+
 #include "distributed/process_group_gloo.h"
 #include "phi/core/flags.h"
 #include "tests/distributed/collective_test_util.h"
@@ -193,6 +195,36 @@ TEST(GlooFaults, DestroyingAGroupWithAHungOpReturnsWithinTheTimeout) {
     EXPECT_THROW(task->Wait(), phi::EnforceNotMet) << "the hung op must end as an error";
     ctx.store->set("rank0_destroyed", "1");
   });
+}
+
+// Aborting the group wakes this rank's own op blocked on the connections (the sockets are
+// shut down, not only closed): the group goes away at once, not at the group's timeout.
+// Both engine paths: a small all-reduce (the fused exchange, a synchronous pair with two
+// ranks) and a large one (Gloo's algorithm, read by Gloo's loop thread).
+TEST(GlooFaults, AbortWakesThisRanksOwnOpBlockedOnTheConnections) {
+  for (int64_t numel : {int64_t{64}, int64_t{1} << 20}) {
+    RunRanks(2, [numel](const RankContext& ctx) {
+      const std::string done = "rank0_done_" + std::to_string(numel);
+      auto pg = std::make_unique<ProcessGroupGloo>(ctx.store, ctx.rank, ctx.world_size, 9,
+                                                   std::chrono::seconds(30));
+      pg->Barrier()->Wait();
+      if (ctx.rank == 1) {
+        ctx.store->wait({done}, std::chrono::seconds(60));
+        return;  // never joins the all-reduce
+      }
+      DenseTensor t = MakeInput(DataType::FLOAT32, numel, ctx.rank, ReduceOp::SUM);
+      auto task = pg->AllReduce(&t, t, {}, /*sync_op=*/false);
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // blocked in Gloo now
+      auto start = Clock::now();
+      pg->AbortComm("the test aborts");
+      pg.reset();  // waits for the op to end
+      EXPECT_LT(Clock::now() - start, std::chrono::seconds(5))
+          << numel << " elements: the aborted op ran on to the group's timeout";
+      EXPECT_TRUE(task->IsCompleted());
+      EXPECT_THROW(task->Wait(), phi::EnforceNotMet);
+      ctx.store->set(done, "1");
+    });
+  }
 }
 
 }  // namespace

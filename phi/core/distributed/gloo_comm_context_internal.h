@@ -79,6 +79,7 @@ class GlooFusedExchange {
   int region_ = 0;            // the region the next call uses
   uint64_t calls_ = 0;        // calls so far: the same count on every rank
   std::unique_ptr<::gloo::transport::Buffer> send_, recv_;
+  bool sync_ = false;  // the pairs are synchronous (two ranks; see Bind)
 };
 
 class GlooCommContext : public CommContext {

@@ -21,14 +21,16 @@
 // raises "connection closed" although the data is in the buffer. So every block carries the
 // call's sequence number before and after its payload, and when a wait raises, a block whose
 // two numbers both say "this call" has arrived whole (the transport writes it in order) and
-// is used; only a block that is missing or cut short is an error. Every send is awaited
-// before the call returns: Gloo may still hold part of a send in its queue (a socket buffer
-// that was full), and a rank that ends right after its call (exit, group destroyed) would
-// drop it with the pair, so its right neighbour would miss the end of a block. A send that
-// completed never raises in its wait (Gloo counts it done when the kernel has the bytes), and
-// the right neighbour cannot finish before it has read all of them, so a raising wait is a
-// real failure of this call (a neighbour that died, or silence past the timeout) and fails
-// it here, with the call's own timing, instead of poisoning the next call.
+// is used; only a block that is missing or cut short is an error.
+//
+// Every send is written before the call returns, so nothing of this rank's is left in a
+// Gloo queue when it ends: with two ranks the pair is synchronous (see Bind) and this thread
+// writes itself; on larger rings Gloo's loop thread writes and the call waits for each send.
+// (Without that, a rank that ended right after its call dropped a queued tail with the pair,
+// and its right neighbour missed the end of a block: 1 DataParallel run in 30.) A send that
+// completed never raises in its wait, and the right neighbour cannot finish before it has
+// read all of it, so a write or read that cannot complete within the timeout (a silent
+// neighbour) is this call's failure and raises here, with the call's own timing.
 //
 // Sizes may differ across ranks (up to the capacity, which every rank has the same: it
 // depends on the group size only), so the agreement check can exchange records and payloads
@@ -71,6 +73,16 @@ void GlooFusedExchange::Bind() {
   const int n = ctx_->size, me = ctx_->rank;
   buffer_.assign(2 * static_cast<size_t>(n) * stride_, 0);
   const int left = (me + n - 1) % n, right = (me + 1) % n;
+  // Two ranks: a synchronous pair. This thread writes and reads the socket itself (blocking,
+  // with the pair's timeout as SO_SNDTIMEO / SO_RCVTIMEO) instead of Gloo's loop thread
+  // reading and waking it through a condition variable: one wake-up per message instead of
+  // two (8 B: 33 -> 8 us median; docs/benchmarks.md). Nothing else runs on these connections
+  // (GlooCommContext's second mesh). Not on a ring of three or more: a blocking write to a
+  // right neighbour that has gone silent would hold this rank's read from its left for up
+  // to another timeout, so the ranks would time out one after another instead of together
+  // and the roll call (gloo_roll_call.cc) could no longer tell the silent ranks apart.
+  sync_ = n == 2;
+  if (sync_) ctx_->getPair(right)->setSync(true, /*busyPoll=*/false);
   send_ = ctx_->getPair(right)->createSendBuffer(kExchangeSlot,
                                                  buffer_.data(), buffer_.size());
   recv_ = ctx_->getPair(left)->createRecvBuffer(kExchangeSlot,
@@ -113,6 +125,7 @@ const char* GlooFusedExchange::Run(const void* mine, size_t bytes,
                                     carried, static_cast<unsigned long long>(carried_len),
                                     capacity_));
     send_->send(offset, kHeader + carried_len + kTrailer, offset);
+    if (sync_) send_->waitSend();  // written already; a synchronous pair counts one at a time
     carried = (carried + n - 1) % n;  // the left neighbour's block, arriving now
     try {
       recv_->waitRecv();
@@ -120,7 +133,9 @@ const char* GlooFusedExchange::Run(const void* mine, size_t bytes,
       if (!whole(carried)) throw;
     }
   }
-  for (int round = 0; round < n - 1; ++round) send_->waitSend();
+  if (!sync_) {
+    for (int round = 0; round < n - 1; ++round) send_->waitSend();
+  }
   lengths->resize(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) (*lengths)[static_cast<size_t>(r)] = field(block(r));
   return region + kHeader;

@@ -1,7 +1,12 @@
 #include "phi/core/distributed/gloo_mesh_internal.h"
 
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 
 #include <gloo/common/error.h>
@@ -29,6 +34,49 @@ class UnconnectedContext : public ::gloo::Context {
     setTimeout(timeout);
   }
 };
+
+bool SameEndpoint(const sockaddr_storage& a, const sockaddr_storage& b) {
+  if (a.ss_family != b.ss_family) return false;
+  if (a.ss_family == AF_INET) {
+    const auto& x = reinterpret_cast<const sockaddr_in&>(a);
+    const auto& y = reinterpret_cast<const sockaddr_in&>(b);
+    return x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr;
+  }
+  if (a.ss_family == AF_INET6) {
+    const auto& x = reinterpret_cast<const sockaddr_in6&>(a);
+    const auto& y = reinterpret_cast<const sockaddr_in6&>(b);
+    return x.sin6_port == y.sin6_port &&
+           std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof(x.sin6_addr)) == 0;
+  }
+  return false;
+}
+
+// shutdown(2) for each socket of this process whose local address is one of `ends`. Gloo
+// keeps a pair's descriptor private, and only a shutdown wakes a thread of this process
+// that is blocked on the socket (a close does not: the blocked call holds the file). A
+// pair's local address is unique to it (each pair listens on a port of its own).
+void ShutdownSockets(const std::vector<sockaddr_storage>& ends) {
+  if (ends.empty()) return;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return;
+  while (dirent* e = readdir(dir)) {
+    char* end = nullptr;
+    const long fd = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || fd == dirfd(dir)) continue;
+    sockaddr_storage local{};
+    socklen_t len = sizeof(local);
+    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &len) != 0) {
+      continue;
+    }
+    for (const auto& want : ends) {
+      if (SameEndpoint(local, want)) {
+        shutdown(static_cast<int>(fd), SHUT_RDWR);
+        break;
+      }
+    }
+  }
+  closedir(dir);
+}
 
 // The published value: for every peer, [int32 peer][int32 n][n address bytes].
 void AppendEntry(std::string* out, int32_t peer, const std::vector<char>& bytes) {
@@ -192,10 +240,23 @@ void GlooMesh::ConnectLocked(int peer) {
 }
 
 void GlooMesh::CloseConnected() {
+  std::vector<std::unique_lock<std::mutex>> locks;
+  std::vector<int> peers;
+  std::vector<sockaddr_storage> ends;
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
     std::unique_lock<std::mutex> lk(*peer_mu_[static_cast<size_t>(r)], std::try_to_lock);
     if (!lk.owns_lock() || !connected_[static_cast<size_t>(r)]) continue;
+    const auto* self = dynamic_cast<const ::gloo::transport::tcp::Address*>(
+        &transport_->getPair(r)->address());
+    if (self != nullptr) ends.push_back(self->getSockaddr());
+    peers.push_back(r);
+    locks.push_back(std::move(lk));
+  }
+  // First wake every thread of this process blocked on these sockets (and send the peers
+  // their FIN); Gloo's close would wait for a synchronous pair's reader to let go.
+  ShutdownSockets(ends);
+  for (int r : peers) {
     try {
       transport_->getPair(r)->close();
     } catch (const std::exception& e) {

@@ -51,10 +51,10 @@ class GlooMesh {
   void EnsureAll();
 
   // Closes every connected pair (Abort): a peer's op on them fails at once with a network
-  // error instead of waiting for its timeout. This rank's own Gloo wait in flight is not woken
-  // by the close (Gloo offers no way to): it ends when the peer closes in turn, or at its
-  // timeout (its task has failed already). A pair still being connected (its lock held) is
-  // left to fail at its own timeout. Idempotent; never raises.
+  // error instead of waiting for its timeout, and so does this rank's own op blocked on them
+  // (the sockets are shut down first, which wakes a blocked reader; Gloo's close alone does
+  // not). A pair still being connected (its lock held) is left to fail at its own timeout.
+  // Idempotent; never raises.
   void CloseConnected();
 
   // " [the peer at ADDR is rank R: ...]" for each known peer address in `msg`.
