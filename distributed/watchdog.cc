@@ -285,7 +285,8 @@ class Watchdog {
     const std::string& action = FLAGS_comm_watchdog_action;
     if (action == "log") return;
     if (action == "fail") {
-      if (t.fail_) t.fail_(report);
+      // The stuck ops' outcome first: failing the communicators wakes an op blocked on them
+      // at once, and its network error must not win over the report.
       for (const auto& e : t.recorder_->Snapshot()) {
         if (!Stuck(e)) continue;
         try {
@@ -295,6 +296,7 @@ class Watchdog {
         }
         e.state->aborted.store(true);
       }
+      if (t.fail_) t.fail_(report);
       return;
     }
     if (!FLAGS_comm_dump_dir.empty()) {

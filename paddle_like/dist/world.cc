@@ -34,8 +34,10 @@ Work::Work(distributed::ProcessGroup::TaskPtr task, std::shared_ptr<Group> group
 
 void Work::abort() {
   const std::string why = "Work::abort() by the program";
-  group_->abort_backends(why);
+  // The task first: aborting the communicators wakes the op blocked on them at once, and
+  // its network error must not become the op's outcome before the abort does.
   task_->Abort(why);
+  group_->abort_backends(why);
 }
 
 bool Work::wait(std::chrono::milliseconds timeout) {
