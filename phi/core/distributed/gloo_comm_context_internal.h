@@ -80,6 +80,8 @@ class GlooFusedExchange {
   uint64_t calls_ = 0;        // calls so far: the same count on every rank
   std::unique_ptr<::gloo::transport::Buffer> send_, recv_;
   bool sync_ = false;  // the pairs are synchronous (two ranks; see Bind)
+  int spin_fd_ = -1;   // the synchronous pair's socket, polled before a blocking read
+  void SpinUntilReadable() const;
 };
 
 class GlooCommContext : public CommContext {

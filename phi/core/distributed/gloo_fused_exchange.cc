@@ -36,12 +36,16 @@
 // depends on the group size only), so the agreement check can exchange records and payloads
 // of any size here before the sizes are known to agree: nothing a peer sends can overflow
 // this rank's buffer, and every rank sees every rank's length.
+#include <poll.h>
+
+#include <chrono>
 #include <cstring>
 
 #include <gloo/transport/buffer.h>
 
 #include "phi/core/distributed/gloo_comm_context_internal.h"
 #include "phi/core/errors.h"
+#include "phi/core/flags.h"
 
 namespace phi {
 namespace distributed {
@@ -82,11 +86,35 @@ void GlooFusedExchange::Bind() {
   // to another timeout, so the ranks would time out one after another instead of together
   // and the roll call (gloo_roll_call.cc) could no longer tell the silent ranks apart.
   sync_ = n == 2;
-  if (sync_) ctx_->getPair(right)->setSync(true, /*busyPoll=*/false);
+  if (sync_) {
+    auto& pair = ctx_->getPair(right);
+    pair->setSync(true, /*busyPoll=*/false);
+    const std::vector<int> fds = SocketsOf({pair.get()});
+    spin_fd_ = fds.size() == 1 ? fds[0] : -1;
+  }
   send_ = ctx_->getPair(right)->createSendBuffer(kExchangeSlot,
                                                  buffer_.data(), buffer_.size());
   recv_ = ctx_->getPair(left)->createRecvBuffer(kExchangeSlot,
                                                 buffer_.data(), buffer_.size());
+}
+
+// A blocked read costs a wake-up when the data comes (an idle CPU leaving its sleep state,
+// or a busy one switching): ~60 us here, ten times a small exchange. Data that is about to
+// arrive is cheaper to wait for awake, so this thread polls the socket for up to
+// FLAGS_gloo_spin_us first, then blocks in Gloo's read as before. The bound must exceed the
+// wake-up: with 50 us, a rank that blocked once woke late, so its peer blocked in turn, and
+// whole runs stayed in that state (p90 112 us against a 5 us median); with 200 us the p90
+// stays within 1.2x the median. A late peer costs at most the bound in CPU per receive
+// (Gloo's own busy-poll spins up to the timeout).
+void GlooFusedExchange::SpinUntilReadable() const {
+  if (spin_fd_ < 0) return;
+  if (FLAGS_gloo_spin_us <= 0) return;
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::microseconds(FLAGS_gloo_spin_us);
+  pollfd p{spin_fd_, POLLIN, 0};
+  do {
+    if (poll(&p, 1, 0) != 0) return;  // readable (or an error: Gloo's read reports it)
+  } while (std::chrono::steady_clock::now() < until);
 }
 
 const char* GlooFusedExchange::Run(const void* mine, size_t bytes,
@@ -127,6 +155,7 @@ const char* GlooFusedExchange::Run(const void* mine, size_t bytes,
     send_->send(offset, kHeader + carried_len + kTrailer, offset);
     if (sync_) send_->waitSend();  // written already; a synchronous pair counts one at a time
     carried = (carried + n - 1) % n;  // the left neighbour's block, arriving now
+    SpinUntilReadable();
     try {
       recv_->waitRecv();
     } catch (...) {

@@ -51,33 +51,6 @@ bool SameEndpoint(const sockaddr_storage& a, const sockaddr_storage& b) {
   return false;
 }
 
-// shutdown(2) for each socket of this process whose local address is one of `ends`. Gloo
-// keeps a pair's descriptor private, and only a shutdown wakes a thread of this process
-// that is blocked on the socket (a close does not: the blocked call holds the file). A
-// pair's local address is unique to it (each pair listens on a port of its own).
-void ShutdownSockets(const std::vector<sockaddr_storage>& ends) {
-  if (ends.empty()) return;
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return;
-  while (dirent* e = readdir(dir)) {
-    char* end = nullptr;
-    const long fd = std::strtol(e->d_name, &end, 10);
-    if (end == e->d_name || *end != '\0' || fd == dirfd(dir)) continue;
-    sockaddr_storage local{};
-    socklen_t len = sizeof(local);
-    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &len) != 0) {
-      continue;
-    }
-    for (const auto& want : ends) {
-      if (SameEndpoint(local, want)) {
-        shutdown(static_cast<int>(fd), SHUT_RDWR);
-        break;
-      }
-    }
-  }
-  closedir(dir);
-}
-
 // The published value: for every peer, [int32 peer][int32 n][n address bytes].
 void AppendEntry(std::string* out, int32_t peer, const std::vector<char>& bytes) {
   int32_t n = static_cast<int32_t>(bytes.size());
@@ -124,6 +97,36 @@ std::string HostOf(std::string address) {
 }
 
 }  // namespace
+
+std::vector<int> SocketsOf(const std::vector<const ::gloo::transport::Pair*>& pairs) {
+  std::vector<sockaddr_storage> ends;
+  for (const auto* pair : pairs) {
+    const auto* self = dynamic_cast<const ::gloo::transport::tcp::Address*>(&pair->address());
+    if (self != nullptr) ends.push_back(self->getSockaddr());
+  }
+  std::vector<int> fds;
+  if (ends.empty()) return fds;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return fds;
+  while (dirent* e = readdir(dir)) {
+    char* end = nullptr;
+    const long fd = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || fd == dirfd(dir)) continue;
+    sockaddr_storage local{};
+    socklen_t len = sizeof(local);
+    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &len) != 0) {
+      continue;
+    }
+    for (const auto& want : ends) {
+      if (SameEndpoint(local, want)) {
+        fds.push_back(static_cast<int>(fd));
+        break;
+      }
+    }
+  }
+  closedir(dir);
+  return fds;
+}
 
 GlooMesh::GlooMesh(std::shared_ptr<Store> store, int rank, int size,
                    std::shared_ptr<::gloo::transport::Device> device,
@@ -242,20 +245,19 @@ void GlooMesh::ConnectLocked(int peer) {
 void GlooMesh::CloseConnected() {
   std::vector<std::unique_lock<std::mutex>> locks;
   std::vector<int> peers;
-  std::vector<sockaddr_storage> ends;
+  std::vector<const ::gloo::transport::Pair*> pairs;
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
     std::unique_lock<std::mutex> lk(*peer_mu_[static_cast<size_t>(r)], std::try_to_lock);
     if (!lk.owns_lock() || !connected_[static_cast<size_t>(r)]) continue;
-    const auto* self = dynamic_cast<const ::gloo::transport::tcp::Address*>(
-        &transport_->getPair(r)->address());
-    if (self != nullptr) ends.push_back(self->getSockaddr());
+    pairs.push_back(transport_->getPair(r).get());
     peers.push_back(r);
     locks.push_back(std::move(lk));
   }
   // First wake every thread of this process blocked on these sockets (and send the peers
-  // their FIN); Gloo's close would wait for a synchronous pair's reader to let go.
-  ShutdownSockets(ends);
+  // their FIN): only a shutdown does (a blocked call holds the file, so a close does not),
+  // and Gloo's close would wait for a synchronous pair's reader to let go.
+  for (int fd : SocketsOf(pairs)) shutdown(fd, SHUT_RDWR);
   for (int r : peers) {
     try {
       transport_->getPair(r)->close();

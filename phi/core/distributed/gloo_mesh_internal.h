@@ -24,11 +24,17 @@
 
 #include <gloo/context.h>
 #include <gloo/transport/device.h>
+#include <gloo/transport/pair.h>
 
 #include "phi/core/distributed/store/store.h"
 
 namespace phi {
 namespace distributed {
+
+// The descriptors of these connected pairs' sockets, found by their local addresses (each
+// pair listens on a port of its own): Gloo keeps them private, and only a shutdown(2) wakes
+// a thread blocked on a socket, or a poll tells whether data waits without taking it.
+std::vector<int> SocketsOf(const std::vector<const ::gloo::transport::Pair*>& pairs);
 
 class GlooMesh {
  public:
