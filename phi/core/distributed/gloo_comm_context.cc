@@ -135,11 +135,14 @@ const char* GlooCommContext::VariableAllGather(const void* send, size_t bytes, s
                                          "capacity of %zu",
                                          describe_.c_str(), bytes, exchange_.Capacity()));
   const char* out = nullptr;
-  Call("allgather", [&] {
-    mesh_->EnsureAll();  // the roll call after a failure learns the peers' hosts there
-    exchange_mesh_->EnsureAll();
-    out = exchange_.Run(send, bytes, lengths);
-  });
+  Call(
+      "allgather",
+      [&] {
+        mesh_->EnsureAll();  // the roll call after a failure learns the peers' hosts there
+        exchange_mesh_->EnsureAll();
+        out = exchange_.Run(send, bytes, lengths);
+      },
+      /*on_exchange=*/true);
   *stride = exchange_.Stride();
   return out;
 }

@@ -2,6 +2,7 @@
 // collectives, gloo_p2p.cc the point-to-point protocol and groups).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <list>
 #include <memory>
@@ -70,6 +71,9 @@ class GlooFusedExchange {
   // Sends `bytes` (<= Capacity()) and returns where rank r's block starts: at
   // result + r * Stride(), (*lengths)[r] bytes long. Valid until the next call.
   const char* Run(const void* mine, size_t bytes, std::vector<size_t>* lengths);
+  // An op of Gloo's ran on the other connections: the next receive blocks at once (see
+  // SpinUntilReadable). Any thread.
+  void AfterGlooOp() { spin_.store(false, std::memory_order_relaxed); }
 
  private:
   void Bind();
@@ -81,7 +85,10 @@ class GlooFusedExchange {
   std::unique_ptr<::gloo::transport::Buffer> send_, recv_;
   bool sync_ = false;  // the pairs are synchronous (two ranks; see Bind)
   int spin_fd_ = -1;   // the synchronous pair's socket, polled before a blocking read
-  void SpinUntilReadable() const;
+  std::atomic<bool> spin_{true};  // the last receive came within FLAGS_gloo_spin_us
+  std::chrono::steady_clock::time_point recv_started_;
+  void SpinUntilReadable();
+  void NoteArrival();
 };
 
 class GlooCommContext : public CommContext {
@@ -177,9 +184,10 @@ class GlooCommContext : public CommContext {
   // Every Gloo call goes through here: raises at once when the communicator is already
   // broken, and marks it broken on a failure (Gloo's pairs are then closed or hold stale
   // bytes: a later op would misread them), naming the peer rank behind a failed
-  // connection where it is known.
+  // connection where it is known. `on_exchange`: f runs the fused exchange only (otherwise
+  // the exchange's next receive does not spin: GlooFusedExchange::AfterGlooOp).
   template <typename F>
-  void Call(const char* what, F&& f);
+  void Call(const char* what, F&& f, bool on_exchange = false);
   void ThrowIfBroken() const;
   // Keeps the first failure: from then on every call raises it (ThrowIfBroken).
   void MarkBroken(const std::string& why);
@@ -228,11 +236,12 @@ void GlooCall(const char* what, F&& f, std::chrono::milliseconds timeout,
 }
 
 template <typename F>
-void GlooCommContext::Call(const char* what, F&& f) {
+void GlooCommContext::Call(const char* what, F&& f, bool on_exchange) {
   ThrowIfBroken();
   bool gloo_timed_out = false;
   try {
     GlooCall(what, std::forward<F>(f), timeout_, &gloo_timed_out);
+    if (!on_exchange) exchange_.AfterGlooOp();
   } catch (const EnforceNotMet& e) {
     std::string msg = e.what();
     if (e.code() == ErrorCode::kUnavailable) {
