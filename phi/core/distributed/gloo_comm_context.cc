@@ -97,20 +97,22 @@ void IgnoreSigpipeOnce() {
   });
 }
 
-// Gloo's all-reduce algorithm: PADDLE_GLOO_ALLREDUCE_ALGO=ring (the default: bandwidth-
-// optimal, 2(n-1) steps) or halving_doubling (Gloo's "bcube" with base 2: 2 log2(n) steps,
-// fewer latency-bound steps for small messages on many ranks). Every rank must choose the
-// same one. Read once per communicator so that a benchmark can compare them.
-::gloo::AllreduceOptions::Algorithm AllReduceAlgorithmFromEnv() {
+// Gloo's all-reduce algorithm for the sizes above the fused exchange. By default it goes by
+// size (AllReduceAlgorithmFor); PADDLE_GLOO_ALLREDUCE_ALGO=ring or halving_doubling (Gloo's
+// "bcube", base 2) fixes one. Every rank must choose the same. Read once per communicator
+// so that a benchmark can compare them. kAuto when unset.
+constexpr int kAutoAlgorithm = -1;
+int AllReduceAlgorithmFromEnv() {
   const char* v = std::getenv("PADDLE_GLOO_ALLREDUCE_ALGO");
-  if (v == nullptr || *v == '\0' || std::strcmp(v, "ring") == 0) {
-    return ::gloo::AllreduceOptions::Algorithm::RING;
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return kAutoAlgorithm;
+  if (std::strcmp(v, "ring") == 0) {
+    return static_cast<int>(::gloo::AllreduceOptions::Algorithm::RING);
   }
   PADDLE_ENFORCE(std::strcmp(v, "halving_doubling") == 0,
-                 errors::InvalidArgument("PADDLE_GLOO_ALLREDUCE_ALGO='%s': expected 'ring' or "
-                                         "'halving_doubling'",
+                 errors::InvalidArgument("PADDLE_GLOO_ALLREDUCE_ALGO='%s': expected 'auto', "
+                                         "'ring' or 'halving_doubling'",
                                          v));
-  return ::gloo::AllreduceOptions::Algorithm::BCUBE;
+  return static_cast<int>(::gloo::AllreduceOptions::Algorithm::BCUBE);
 }
 
 }  // namespace
@@ -127,6 +129,18 @@ GlooCommContext::GlooCommContext(std::unique_ptr<GlooMesh> mesh,
       describe_(std::move(describe)),
       allreduce_algorithm_(AllReduceAlgorithmFromEnv()),
       exchange_(exchange_mesh_->context()) {}
+
+// Measured on 2 vCPUs, loopback, float32 sum, medians (docs/benchmarks.md, "Gloo latency"):
+// on two ranks halving-doubling does 1 MiB in 0.73-0.76 ms with a p90 under 1 ms where the
+// ring takes 0.77-2.4 ms with a p90 of 4.2 ms, and 16 MiB in 10.2 ms against 13.1-13.7 ms;
+// from 64 MiB the ring is ahead (50.0-50.7 against 54.5 ms). On three and four ranks the
+// ring leads already at 16 MiB, halving-doubling at 1 MiB.
+::gloo::AllreduceOptions::Algorithm GlooCommContext::AllReduceAlgorithmFor(size_t bytes) const {
+  using Algorithm = ::gloo::AllreduceOptions::Algorithm;
+  if (allreduce_algorithm_ != kAutoAlgorithm) return static_cast<Algorithm>(allreduce_algorithm_);
+  const size_t ring_from = GetSize() == 2 ? (size_t{32} << 20) : (size_t{4} << 20);
+  return bytes < ring_from ? Algorithm::BCUBE : Algorithm::RING;
+}
 
 const char* GlooCommContext::VariableAllGather(const void* send, size_t bytes, size_t* stride,
                                                std::vector<size_t>* lengths, Stream*) {
@@ -324,7 +338,7 @@ void GlooCommContext::RunAllReduce(const void* send, void* recv, int64_t count, 
       opts.setOutput(static_cast<T*>(recv), p.count);
       opts.setReduceFunction(GetCpuReduceFn(p.dtype, red.op));
       opts.setTimeout(timeout_);
-      opts.setAlgorithm(allreduce_algorithm_);
+      opts.setAlgorithm(AllReduceAlgorithmFor(bytes));
       ::gloo::allreduce(opts);
     });
   });

@@ -198,7 +198,8 @@ class GlooCommContext : public CommContext {
   std::chrono::milliseconds timeout_;
   std::string describe_;
   // PADDLE_GLOO_ALLREDUCE_ALGO, read at creation (see AllReduceAlgorithmFromEnv).
-  ::gloo::AllreduceOptions::Algorithm allreduce_algorithm_;
+  int allreduce_algorithm_;  // PADDLE_GLOO_ALLREDUCE_ALGO, or -1: by size
+  ::gloo::AllreduceOptions::Algorithm AllReduceAlgorithmFor(size_t bytes) const;
   mutable std::mutex broken_mu_;
   std::string broken_;  // the first failure's message; empty while usable
   // The open engine group: the comm stream's thread's (a point-to-point lane's call on another
