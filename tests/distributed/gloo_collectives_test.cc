@@ -3,6 +3,7 @@
 // real Gloo over loopback TCP.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "distributed/process_group_gloo.h"
@@ -343,35 +344,40 @@ TEST_P(GlooCollectives, CoalescedFiftyMixedSizeAllReduces) {
   });
 }
 
-// Every size class of the all-reduce: the fused exchange (small), Gloo's halving-doubling
-// (mid: 1.2 MB) and its ring (from 4 MiB on three or more ranks, from 32 MiB on two): each
-// against the reference, and with the same bits on every rank (each element must be reduced
-// once, in one order, whatever the algorithm).
-TEST_P(GlooCollectives, AllReduceEverySizeClassSameBitsOnEveryRank) {
+// Every path of the all-reduce: the fused exchange (small), and above it, by default, the
+// chunked exchange on two ranks, Gloo's halving-doubling (1.2 MB) and its ring (from 4 MiB)
+// on more; and Gloo's ring and halving-doubling on every world size when
+// PADDLE_GLOO_ALLREDUCE_ALGO fixes one. Each against the reference, and with the same bits on
+// every rank (each element must be reduced once, in one order, whatever the path).
+TEST_P(GlooCollectives, AllReduceEveryPathSameBitsOnEveryRank) {
   RunRanks(GetParam(), [](const RankContext& ctx) {
-    auto pg = MakeGroup(ctx);
-    const int64_t ring_from = (ctx.world_size == 2 ? int64_t{32} : int64_t{4}) << 20;
-    for (int64_t bytes : {int64_t{148}, int64_t{300} << 12, ring_from + 4096}) {
-      for (DataType dt : {DataType::FLOAT32, DataType::INT64}) {
-        for (ReduceOp op : {ReduceOp::SUM, ReduceOp::MAX}) {
-          const int64_t n = bytes / static_cast<int64_t>(phi::SizeOf(dt));
-          const std::string what = Tag("allreduce", dt, op, true, false) + "/" +
-                                   std::to_string(bytes) + " bytes";
-          DenseTensor t = MakeInput(dt, n, ctx.rank, op, 7);
-          pg->AllReduce(&t, t, {op, 1.0}, true);
-          std::vector<Val> ref(n);
-          for (int64_t i = 0; i < n; ++i) ref[i] = ReduceRef(dt, op, ctx.world_size, i, 1.0, 7);
-          ExpectClose(t, ref, what);
-          // The bits: rank 0's result against everyone's, through a broadcast of it.
-          DenseTensor mine = t;
-          DenseTensor zeros = MakeInput(dt, n, ctx.rank, op, 7);
-          DenseTensor root = ctx.rank == 0 ? t : zeros;
-          pg->Broadcast(&root, root, {0}, true);
-          EXPECT_EQ(std::memcmp(root.data(), mine.data(), static_cast<size_t>(bytes)), 0)
-              << what << ": rank " << ctx.rank << " has other bits than rank 0";
+    int gid = 0;
+    for (const char* algo : {"auto", "ring", "halving_doubling"}) {
+      setenv("PADDLE_GLOO_ALLREDUCE_ALGO", algo, 1);  // read when the communicator is made
+      auto pg = MakeGroup(ctx, gid++);
+      for (int64_t bytes : {int64_t{148}, int64_t{300} << 12, (int64_t{4} << 20) + 4096}) {
+        for (DataType dt : {DataType::FLOAT32, DataType::INT64}) {
+          for (ReduceOp op : {ReduceOp::SUM, ReduceOp::MAX}) {
+            const int64_t n = bytes / static_cast<int64_t>(phi::SizeOf(dt));
+            const std::string what = std::string(algo) + "/" +
+                                     Tag("allreduce", dt, op, true, false) + "/" +
+                                     std::to_string(bytes) + " bytes";
+            DenseTensor t = MakeInput(dt, n, ctx.rank, op, 7);
+            pg->AllReduce(&t, t, {op, 1.0}, true);
+            std::vector<Val> ref(n);
+            for (int64_t i = 0; i < n; ++i) ref[i] = ReduceRef(dt, op, ctx.world_size, i, 1.0, 7);
+            ExpectClose(t, ref, what);
+            // The bits: rank 0's result against everyone's, through a broadcast of it.
+            DenseTensor zeros = MakeInput(dt, n, ctx.rank, op, 7);
+            DenseTensor root = ctx.rank == 0 ? t : zeros;
+            pg->Broadcast(&root, root, {0}, true);
+            EXPECT_EQ(std::memcmp(root.data(), t.data(), static_cast<size_t>(bytes)), 0)
+                << what << ": rank " << ctx.rank << " has other bits than rank 0";
+          }
         }
       }
     }
+    unsetenv("PADDLE_GLOO_ALLREDUCE_ALGO");
   });
 }
 

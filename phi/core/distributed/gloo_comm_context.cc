@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -131,10 +132,11 @@ GlooCommContext::GlooCommContext(std::unique_ptr<GlooMesh> mesh,
       exchange_(exchange_mesh_->context()) {}
 
 // Measured on 2 vCPUs, loopback, float32 sum, medians (docs/benchmarks.md, "Gloo latency"):
-// on two ranks halving-doubling does 1 MiB in 0.73-0.76 ms with a p90 under 1 ms where the
-// ring takes 0.77-2.4 ms with a p90 of 4.2 ms, and 16 MiB in 10.2 ms against 13.1-13.7 ms;
-// from 64 MiB the ring is ahead (50.0-50.7 against 54.5 ms). On three and four ranks the
-// ring leads already at 16 MiB, halving-doubling at 1 MiB.
+// on two ranks (where the default is the chunked exchange, RunAllReduce) halving-doubling
+// does 1 MiB in 0.73-0.76 ms with a p90 under 1 ms where the ring takes 0.77-2.4 ms with a
+// p90 of 4.2 ms, and 16 MiB in 10.2 ms against 13.1-13.7 ms; from 64 MiB the ring is ahead
+// (50.0-50.7 against 54.5 ms). On three and four ranks the ring leads already at 16 MiB,
+// halving-doubling at 1 MiB.
 ::gloo::AllreduceOptions::Algorithm GlooCommContext::AllReduceAlgorithmFor(size_t bytes) const {
   using Algorithm = ::gloo::AllreduceOptions::Algorithm;
   if (allreduce_algorithm_ != kAutoAlgorithm) return static_cast<Algorithm>(allreduce_algorithm_);
@@ -327,6 +329,23 @@ void GlooCommContext::RunAllReduce(const void* send, void* recv, int64_t count, 
     // locally in rank order (one exchange; the same bits on every rank).
     const char* all = ExchangeEqual("allreduce", p.data, bytes);
     CpuAllReduceGathered(p.dtype, red.op, all, exchange_.Stride(), GetSize(), p.count, recv);
+    return;
+  }
+  if (GetSize() == 2 && allreduce_algorithm_ == kAutoAlgorithm) {
+    // Two ranks, any larger size: the same, chunk by chunk. With two ranks an exchange moves
+    // what a ring moves, on the synchronous pair, where Gloo's algorithms pay a wake-up of
+    // its loop thread per message: 1 MiB 0.60 against 0.65 ms with the p90 at 1.2x instead
+    // of up to 5x, 64 MiB 26-42 against 55-57 ms (benchmarks.md, "Gloo latency"). In place
+    // is fine: a chunk's input is in the exchange's buffer before its output is written.
+    const size_t esize = SizeOf(p.dtype);
+    const int64_t per = static_cast<int64_t>((exchange_.Capacity() / esize / 64) * 64);
+    for (int64_t off = 0; off < p.count; off += per) {
+      const int64_t c = std::min(per, p.count - off);
+      const char* in = static_cast<const char*>(p.data) + static_cast<size_t>(off) * esize;
+      const char* all = ExchangeEqual("allreduce", in, static_cast<size_t>(c) * esize);
+      CpuAllReduceGathered(p.dtype, red.op, all, exchange_.Stride(), 2, c,
+                           static_cast<char*>(recv) + static_cast<size_t>(off) * esize);
+    }
     return;
   }
   Call("allreduce", [&] {
