@@ -212,7 +212,9 @@ void FusedSmallAllReduce(phi::distributed::CommContext* comm, phi::Stream* strea
   using namespace phi::distributed;  // NOLINT: the host reduction kernels
   CpuReduceInput in = PrepareCpuReduce(send, count, dtype, red);
   const size_t bytes = static_cast<size_t>(in.count) * phi::SizeOf(in.dtype);
-  if (!FitsExchange(comm, bytes)) {  // too large to ride along: check, then the engine's op
+  if (!FitsExchange(comm, bytes) || bytes > comm->GatheredAllReduceLimit()) {
+    // Too large to ride along (or the engine's own all-reduce is faster): check, then the
+    // engine's op.
     CheckAgreement(comm, stream, mine, group, gid, store);
     comm->AllReduce(send, recv, count, dtype, red, stream);
     return;

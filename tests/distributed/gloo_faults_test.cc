@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <thread>
 
@@ -19,10 +22,12 @@ using distributed::ProcessGroupGloo;
 using Clock = std::chrono::steady_clock;
 constexpr auto kTimeout = std::chrono::seconds(5);
 
+// Two ranks run the socket all-reduce (gloo_socket_allreduce.cc), three Gloo's ring.
 TEST(GlooFaults, RankKilledDuringLongAllReduceRaisesOnAllOthers) {
+  for (const int world : {2, 3}) {
   SpawnOptions opts;
   opts.timeout = std::chrono::seconds(60);
-  const int world = 3, victim = 2;
+  const int victim = world - 1;
   auto results = SpawnRanks(world, [&](const RankContext& ctx) {
     ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, kTimeout);
     DenseTensor t = MakeInput(DataType::FLOAT32, 4 << 20, ctx.rank, ReduceOp::SUM);  // 16 MiB
@@ -71,6 +76,50 @@ TEST(GlooFaults, RankKilledDuringLongAllReduceRaisesOnAllOthers) {
       EXPECT_FALSE(r.timed_out) << "rank " << r.rank << " hung";
     }
   }
+  }
+}
+
+// A peer that stops mid-stream (SIGSTOP: alive, its socket open, silent) in the two-rank
+// socket all-reduce: the survivor times out at the group's timeout, says so, and the roll
+// call names the silent rank.
+TEST(GlooFaults, PeerStoppedMidTwoRankLargeAllReduceTimesOutNamingIt) {
+  SpawnOptions opts;
+  opts.timeout = std::chrono::seconds(60);
+  auto results = SpawnRanks(2, [&](const RankContext& ctx) {
+    ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, kTimeout);
+    DenseTensor t = MakeInput(DataType::FLOAT32, 4 << 20, ctx.rank, ReduceOp::SUM);  // 16 MiB
+    ctx.store->set("pid/" + std::to_string(ctx.rank), std::to_string(::getpid()));
+    pg.Barrier()->Wait();
+    for (int iter = 0; iter < 3; ++iter) pg.AllReduce(&t, t, {ReduceOp::MAX, 1.0}, true);
+    if (ctx.rank == 1) {
+      auto task = pg.AllReduce(&t, t, {ReduceOp::MAX, 1.0}, false);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // into the stream
+      ::raise(SIGSTOP);  // rank 0 kills it once it has raised
+      ADD_FAILURE() << "rank 1 ran on after SIGSTOP";
+      return;
+    }
+    const auto start = Clock::now();
+    try {
+      pg.AllReduce(&t, t, {ReduceOp::MAX, 1.0}, true);
+      ADD_FAILURE() << "the all-reduce with a stopped peer succeeded";
+    } catch (const phi::EnforceNotMet& e) {
+      const std::string msg = e.what();
+      const auto waited = Clock::now() - start;
+      EXPECT_EQ(e.code(), phi::ErrorCode::kTimeout) << msg;
+      EXPECT_GE(waited, kTimeout - std::chrono::milliseconds(100)) << msg;
+      EXPECT_LT(waited, kTimeout + std::chrono::seconds(3)) << msg;
+      EXPECT_NE(msg.find("silent: rank(s) 1"), std::string::npos) << msg;
+      std::fprintf(stderr, "rank 0 raised after %lld ms: %s\n",
+                   static_cast<long long>(
+                       std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()),
+                   msg.c_str());
+    }
+    const std::string pid = ctx.store->get_string("pid/1");
+    ::kill(static_cast<pid_t>(std::stoll(pid)), SIGKILL);
+  }, opts);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_TRUE(results[0].ok()) << results[0].Describe() << "\n" << results[0].output;
+  EXPECT_EQ(results[1].term_signal, SIGKILL) << results[1].Describe() << "\n" << results[1].output;
 }
 
 TEST(GlooFaults, CollectiveOneRankNeverCallsTimesOutNamingTheOp) {

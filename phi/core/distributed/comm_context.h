@@ -69,6 +69,11 @@ class CommContext {
   // call on this communicator. Capacity 0 (the default): not offered, and the check uses
   // fixed-size all-gathers instead.
   virtual size_t VariableGatherCapacity() const { return 0; }
+  // The largest all-reduce (bytes of the reduced input) that the engine runs as one such
+  // gathered exchange carrying its agreement record (op_agreement.h); a larger one is
+  // checked, then run by AllReduce. For engines whose own all-reduce wins from a smaller size
+  // (Gloo on two ranks).
+  virtual size_t GatheredAllReduceLimit() const { return SIZE_MAX; }
   // A native all-to-all with per-peer counts (MPI_Alltoallv), for engines where it beats the
   // engine's grouped sends and receives. Block r of `send` (send_counts[r] elements at element
   // offset send_offsets[r]) goes to rank r; block r of `recv` comes from rank r; this rank's own

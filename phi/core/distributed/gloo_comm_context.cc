@@ -144,6 +144,14 @@ GlooCommContext::GlooCommContext(std::unique_ptr<GlooMesh> mesh,
   return bytes < ring_from ? Algorithm::BCUBE : Algorithm::RING;
 }
 
+// Two ranks: up to 128 KiB the gathered exchange (one message each way, both reducing
+// everything) and the socket all-reduce (two, each reducing half) tie, above it the socket
+// all-reduce leads (256 KiB: 70 against 82 us; docs/benchmarks.md, "Gloo latency").
+size_t GlooCommContext::GatheredAllReduceLimit() const {
+  constexpr size_t kTwoRankLimit = size_t{128} << 10;
+  return GetSize() == 2 && allreduce_algorithm_ == kAutoAlgorithm ? kTwoRankLimit : SIZE_MAX;
+}
+
 const char* GlooCommContext::VariableAllGather(const void* send, size_t bytes, size_t* stride,
                                                std::vector<size_t>* lengths, Stream*) {
   PADDLE_ENFORCE(bytes <= exchange_.Capacity(),
@@ -324,7 +332,7 @@ void GlooCommContext::RunAllReduce(const void* send, void* recv, int64_t count, 
   if (count == 0) return;
   CpuReduceInput p = PrepareCpuReduce(send, count, dtype, red);
   const size_t bytes = static_cast<size_t>(p.count) * SizeOf(p.dtype);
-  if (bytes <= VariableGatherCapacity()) {
+  if (bytes <= VariableGatherCapacity() && bytes <= GatheredAllReduceLimit()) {
     // Small and mid sizes: gather every rank's input through the bound exchange and reduce
     // locally in rank order (one exchange; the same bits on every rank).
     const char* all = ExchangeEqual("allreduce", p.data, bytes);
@@ -332,21 +340,23 @@ void GlooCommContext::RunAllReduce(const void* send, void* recv, int64_t count, 
     return;
   }
   if (GetSize() == 2 && allreduce_algorithm_ == kAutoAlgorithm) {
-    // Two ranks, any larger size: the same, chunk by chunk. With two ranks an exchange moves
-    // what a ring moves, on the synchronous pair, where Gloo's algorithms pay a wake-up of
-    // its loop thread per message: 1 MiB 0.60 against 0.65 ms with the p90 at 1.2x instead
-    // of up to 5x, 64 MiB 26-42 against 55-57 ms (benchmarks.md, "Gloo latency"). In place
-    // is fine: a chunk's input is in the exchange's buffer before its output is written.
-    const size_t esize = SizeOf(p.dtype);
-    const int64_t per = static_cast<int64_t>((exchange_.Capacity() / esize / 64) * 64);
-    for (int64_t off = 0; off < p.count; off += per) {
-      const int64_t c = std::min(per, p.count - off);
-      const char* in = static_cast<const char*>(p.data) + static_cast<size_t>(off) * esize;
-      const char* all = ExchangeEqual("allreduce", in, static_cast<size_t>(c) * esize);
-      CpuAllReduceGathered(p.dtype, red.op, all, exchange_.Stride(), 2, c,
-                           static_cast<char*>(recv) + static_cast<size_t>(off) * esize);
-    }
-    return;
+    // Two ranks, any larger size: a reduce-scatter and an all-gather streamed both ways at
+    // once over the exchange's synchronous socket, each rank reducing its half as it arrives
+    // (gloo_socket_allreduce.cc explains why it beats Gloo's algorithms on a host;
+    // docs/benchmarks.md, "Gloo latency", has the figures). Gloo's algorithm runs instead
+    // when the socket is not available.
+    bool done = false;
+    Call(
+        "allreduce",
+        [&] {
+          mesh_->EnsureAll();  // the roll call after a failure learns the peers' hosts there
+          exchange_mesh_->EnsureAll();
+          done = exchange_.SocketAllReduce(p.data, recv, p.count, p.dtype,
+                                           GetCpuReduceFn(p.dtype, red.op),
+                                           red.op == ReduceOp::AVG, timeout_);
+        },
+        /*on_exchange=*/true);
+    if (done) return;
   }
   Call("allreduce", [&] {
     mesh_->EnsureAll();

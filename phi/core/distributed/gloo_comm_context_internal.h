@@ -17,6 +17,7 @@
 
 #include "phi/core/distributed/comm_context.h"
 #include "phi/core/distributed/cpu_coalesce.h"
+#include "phi/core/distributed/cpu_reduce.h"
 #include "phi/core/distributed/gloo_mesh_internal.h"
 #include "phi/core/errors.h"
 
@@ -74,6 +75,14 @@ class GlooFusedExchange {
   // An op of Gloo's ran on the other connections: the next receive blocks at once (see
   // SpinUntilReadable). Any thread.
   void AfterGlooOp() { spin_.store(false, std::memory_order_relaxed); }
+  // Two ranks only: the all-reduce of `count` elements as a reduce-scatter and an all-gather
+  // streamed both ways at once over the synchronous pair's socket (gloo_socket_allreduce.cc).
+  // `reduce` combines rank 0's operand with rank 1's; `average` divides the result by 2.
+  // Returns false, having done nothing, when this rank has no such socket (more ranks, or
+  // the socket was not found). Raises ::gloo::IoException for a network failure (its text
+  // says "Timed out" past `timeout`), InvalidArgument when the peer streams another size.
+  bool SocketAllReduce(const void* in, void* out, int64_t count, DataType dtype,
+                       CpuReduceFn reduce, bool average, std::chrono::milliseconds timeout);
 
  private:
   void Bind();
@@ -89,6 +98,11 @@ class GlooFusedExchange {
   std::chrono::steady_clock::time_point recv_started_;
   void SpinUntilReadable();
   void NoteArrival();
+  void KeepSendBufferLarge(size_t message_bytes);
+  int send_fd_ = -1;          // the socket to the right neighbour (KeepSendBufferLarge)
+  size_t largest_send_ = 0;   // the largest message Gloo has sent on it
+  uint64_t socket_calls_ = 0;     // SocketAllReduce calls so far: the same on both ranks
+  std::vector<char> segment_;     // the peer's operand, one segment at a time
 };
 
 class GlooCommContext : public CommContext {
@@ -118,6 +132,7 @@ class GlooCommContext : public CommContext {
   size_t VariableGatherCapacity() const override {
     return GetSize() > 1 ? exchange_.Capacity() : 0;
   }
+  size_t GatheredAllReduceLimit() const override;
   const char* VariableAllGather(const void* send, size_t bytes, size_t* stride,
                                 std::vector<size_t>* lengths, Stream*) override;
   void ConnectAll() override {

@@ -37,6 +37,7 @@
 // of any size here before the sizes are known to agree: nothing a peer sends can overflow
 // this rank's buffer, and every rank sees every rank's length.
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <chrono>
@@ -87,16 +88,31 @@ void GlooFusedExchange::Bind() {
   // to another timeout, so the ranks would time out one after another instead of together
   // and the roll call (gloo_roll_call.cc) could no longer tell the silent ranks apart.
   sync_ = n == 2;
-  if (sync_) {
-    auto& pair = ctx_->getPair(right);
-    pair->setSync(true, /*busyPoll=*/false);
-    const std::vector<int> fds = SocketsOf({pair.get()});
-    spin_fd_ = fds.size() == 1 ? fds[0] : -1;
-  }
-  send_ = ctx_->getPair(right)->createSendBuffer(kExchangeSlot,
-                                                 buffer_.data(), buffer_.size());
+  auto& pair = ctx_->getPair(right);
+  if (sync_) pair->setSync(true, /*busyPoll=*/false);
+  const std::vector<int> fds = SocketsOf({pair.get()});
+  send_fd_ = fds.size() == 1 ? fds[0] : -1;
+  if (sync_) spin_fd_ = send_fd_;
+  send_ = pair->createSendBuffer(kExchangeSlot, buffer_.data(), buffer_.size());
   recv_ = ctx_->getPair(left)->createRecvBuffer(kExchangeSlot,
                                                 buffer_.data(), buffer_.size());
+  KeepSendBufferLarge(0);
+}
+
+// Gloo sets a pair's send buffer to the size of the largest message sent on it so far (the
+// kernel allots twice that). For a small exchange that is two messages' worth, and with the
+// truesize overhead the next call's message no longer fits while the last one is unacked;
+// the receiver, in the ping-pong pattern, delays that ACK by up to 40 ms, the delayed-ACK
+// timer: a 16 KiB all-reduce took 9 us at the median and tens of ms now and then (means of
+// 230 us). A buffer of kSendBuffer never fills that way. Gloo only touches it again for a
+// message larger than any before, so it is restored after each of those (few) sends, and
+// before the first. Best effort: it is speed only (the kernel caps it at wmem_max).
+void GlooFusedExchange::KeepSendBufferLarge(size_t message_bytes) {
+  constexpr int kSendBuffer = 1 << 20;
+  if (send_fd_ < 0 || (message_bytes <= largest_send_ && message_bytes > 0)) return;
+  largest_send_ = std::max(largest_send_, message_bytes);
+  int want = kSendBuffer;
+  setsockopt(send_fd_, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want));
 }
 
 // A blocked read costs a wake-up when the data comes (an idle CPU leaving its sleep state,
@@ -171,6 +187,7 @@ const char* GlooFusedExchange::Run(const void* mine, size_t bytes,
                                     carried, static_cast<unsigned long long>(carried_len),
                                     capacity_));
     send_->send(offset, kHeader + carried_len + kTrailer, offset);
+    KeepSendBufferLarge(kHeader + carried_len + kTrailer);
     if (sync_) send_->waitSend();  // written already; a synchronous pair counts one at a time
     carried = (carried + n - 1) % n;  // the left neighbour's block, arriving now
     SpinUntilReadable();
