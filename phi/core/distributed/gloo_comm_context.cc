@@ -129,7 +129,7 @@ GlooCommContext::GlooCommContext(std::unique_ptr<GlooMesh> mesh,
       timeout_(timeout),
       describe_(std::move(describe)),
       allreduce_algorithm_(AllReduceAlgorithmFromEnv()),
-      exchange_(exchange_mesh_->context()) {}
+      exchange_(exchange_mesh_.get()) {}
 
 // Measured on 2 vCPUs, loopback, float32 sum, medians (docs/benchmarks.md, "Gloo latency"):
 // on two ranks (where the default is the chunked exchange, RunAllReduce) halving-doubling
@@ -343,8 +343,7 @@ void GlooCommContext::RunAllReduce(const void* send, void* recv, int64_t count, 
     // Two ranks, any larger size: a reduce-scatter and an all-gather streamed both ways at
     // once over the exchange's synchronous socket, each rank reducing its half as it arrives
     // (gloo_socket_allreduce.cc explains why it beats Gloo's algorithms on a host;
-    // docs/benchmarks.md, "Gloo latency", has the figures). Gloo's algorithm runs instead
-    // when the socket is not available.
+    // docs/benchmarks.md, "Gloo latency", has the figures).
     bool done = false;
     Call(
         "allreduce",

@@ -63,7 +63,8 @@ constexpr std::chrono::milliseconds kRollCallBudget{300};
 // rank, and every pair connected.
 class GlooFusedExchange {
  public:
-  explicit GlooFusedExchange(std::shared_ptr<::gloo::Context> ctx);
+  // `mesh`: the exchange's own connections; it outlives the exchange.
+  explicit GlooFusedExchange(const GlooMesh* mesh);
   ~GlooFusedExchange();
   // The same on every rank of a group of `size`.
   static size_t CapacityFor(int size);
@@ -78,14 +79,14 @@ class GlooFusedExchange {
   // Two ranks only: the all-reduce of `count` elements as a reduce-scatter and an all-gather
   // streamed both ways at once over the synchronous pair's socket (gloo_socket_allreduce.cc).
   // `reduce` combines rank 0's operand with rank 1's; `average` divides the result by 2.
-  // Returns false, having done nothing, when this rank has no such socket (more ranks, or
-  // the socket was not found). Raises ::gloo::IoException for a network failure (its text
+  // Returns false, having done nothing, with more than two ranks. Raises ::gloo::IoException for a network failure (its text
   // says "Timed out" past `timeout`), InvalidArgument when the peer streams another size.
   bool SocketAllReduce(const void* in, void* out, int64_t count, DataType dtype,
                        CpuReduceFn reduce, bool average, std::chrono::milliseconds timeout);
 
  private:
   void Bind();
+  const GlooMesh* mesh_;
   std::shared_ptr<::gloo::Context> ctx_;
   size_t capacity_, stride_;
   std::vector<char> buffer_;  // two regions of size blocks of stride_ bytes

@@ -68,8 +68,9 @@ size_t GlooFusedExchange::CapacityFor(int size) {
   return std::max<size_t>(size_t{8} << 10, std::min<size_t>(size_t{256} << 10, by_size)) + 256;
 }
 
-GlooFusedExchange::GlooFusedExchange(std::shared_ptr<::gloo::Context> ctx)
-    : ctx_(std::move(ctx)),
+GlooFusedExchange::GlooFusedExchange(const GlooMesh* mesh)
+    : mesh_(mesh),
+      ctx_(mesh->context()),
       capacity_(CapacityFor(ctx_->size)),
       stride_(kHeader + capacity_ + kTrailer) {}
 
@@ -90,8 +91,7 @@ void GlooFusedExchange::Bind() {
   sync_ = n == 2;
   auto& pair = ctx_->getPair(right);
   if (sync_) pair->setSync(true, /*busyPoll=*/false);
-  const std::vector<int> fds = SocketsOf({pair.get()});
-  send_fd_ = fds.size() == 1 ? fds[0] : -1;
+  send_fd_ = mesh_->SocketTo(right);
   if (sync_) spin_fd_ = send_fd_;
   send_ = pair->createSendBuffer(kExchangeSlot, buffer_.data(), buffer_.size());
   recv_ = ctx_->getPair(left)->createRecvBuffer(kExchangeSlot,

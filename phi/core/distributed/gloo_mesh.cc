@@ -51,6 +51,43 @@ bool SameEndpoint(const sockaddr_storage& a, const sockaddr_storage& b) {
   return false;
 }
 
+// The socket of a connected pair, looked up in /proc/self/fd: Gloo keeps it in a protected
+// member of a class whose header Debian's package cannot compile. Its local end is the
+// pair's address (Gloo resets that to the socket's own name once connected); that alone is
+// ambiguous on the connecting side, whose ephemeral port this process's connections to
+// other peers may share (Linux reuses a connect-bound port when the four-tuple differs: one
+// run found another group's socket that way), so several candidates are told apart by the
+// remote end, which there is the peer's listening address. -1 when none or several remain.
+int FindPairSocket(const sockaddr_storage& local, const sockaddr_storage& peer_listening) {
+  std::vector<int> candidates;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return -1;
+  while (dirent* e = readdir(dir)) {
+    char* end = nullptr;
+    const long fd = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || fd == dirfd(dir)) continue;
+    sockaddr_storage name{};
+    socklen_t len = sizeof(name);
+    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&name), &len) == 0 &&
+        SameEndpoint(name, local)) {
+      candidates.push_back(static_cast<int>(fd));
+    }
+  }
+  closedir(dir);
+  if (candidates.size() == 1) return candidates[0];
+  int found = -1;
+  for (int fd : candidates) {
+    sockaddr_storage remote{};
+    socklen_t len = sizeof(remote);
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&remote), &len) == 0 &&
+        SameEndpoint(remote, peer_listening)) {
+      if (found >= 0) return -1;
+      found = fd;
+    }
+  }
+  return found;
+}
+
 // The published value: for every peer, [int32 peer][int32 n][n address bytes].
 void AppendEntry(std::string* out, int32_t peer, const std::vector<char>& bytes) {
   int32_t n = static_cast<int32_t>(bytes.size());
@@ -98,36 +135,6 @@ std::string HostOf(std::string address) {
 
 }  // namespace
 
-std::vector<int> SocketsOf(const std::vector<const ::gloo::transport::Pair*>& pairs) {
-  std::vector<sockaddr_storage> ends;
-  for (const auto* pair : pairs) {
-    const auto* self = dynamic_cast<const ::gloo::transport::tcp::Address*>(&pair->address());
-    if (self != nullptr) ends.push_back(self->getSockaddr());
-  }
-  std::vector<int> fds;
-  if (ends.empty()) return fds;
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return fds;
-  while (dirent* e = readdir(dir)) {
-    char* end = nullptr;
-    const long fd = std::strtol(e->d_name, &end, 10);
-    if (end == e->d_name || *end != '\0' || fd == dirfd(dir)) continue;
-    sockaddr_storage local{};
-    socklen_t len = sizeof(local);
-    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &len) != 0) {
-      continue;
-    }
-    for (const auto& want : ends) {
-      if (SameEndpoint(local, want)) {
-        fds.push_back(static_cast<int>(fd));
-        break;
-      }
-    }
-  }
-  closedir(dir);
-  return fds;
-}
-
 GlooMesh::GlooMesh(std::shared_ptr<Store> store, int rank, int size,
                    std::shared_ptr<::gloo::transport::Device> device,
                    std::chrono::milliseconds timeout, std::string describe)
@@ -138,7 +145,8 @@ GlooMesh::GlooMesh(std::shared_ptr<Store> store, int rank, int size,
       timeout_(timeout),
       describe_(std::move(describe)),
       device_(std::move(device)),
-      connected_(static_cast<size_t>(size), 0) {
+      connected_(static_cast<size_t>(size), 0),
+      sockets_(static_cast<size_t>(size)) {
   transport_ = device_->createContext(rank, size);
   transport_->setTimeout(timeout);
   std::string mine;
@@ -238,6 +246,21 @@ void GlooMesh::ConnectLocked(int peer) {
       remote_peers_.push_back(peer);
     }
   }
+  Socket& sock = sockets_[static_cast<size_t>(peer)];
+  const auto* self = dynamic_cast<const ::gloo::transport::tcp::Address*>(
+      &transport_->getPair(peer)->address());
+  sock.fd = self == nullptr
+                ? -1
+                : FindPairSocket(self->getSockaddr(),
+                                 ::gloo::transport::tcp::Address(bytes).getSockaddr());
+  socklen_t len = sizeof(sock.local);
+  if (sock.fd >= 0 && getsockname(sock.fd, reinterpret_cast<sockaddr*>(&sock.local), &len) != 0) {
+    sock.fd = -1;
+  }
+  len = sizeof(sock.remote);
+  if (sock.fd >= 0 && getpeername(sock.fd, reinterpret_cast<sockaddr*>(&sock.remote), &len) != 0) {
+    sock.fd = -1;
+  }
   connected_[static_cast<size_t>(peer)] = 1;
   VLOG(2) << describe_ << ": connected to rank " << peer;
 }
@@ -245,19 +268,29 @@ void GlooMesh::ConnectLocked(int peer) {
 void GlooMesh::CloseConnected() {
   std::vector<std::unique_lock<std::mutex>> locks;
   std::vector<int> peers;
-  std::vector<const ::gloo::transport::Pair*> pairs;
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
     std::unique_lock<std::mutex> lk(*peer_mu_[static_cast<size_t>(r)], std::try_to_lock);
     if (!lk.owns_lock() || !connected_[static_cast<size_t>(r)]) continue;
-    pairs.push_back(transport_->getPair(r).get());
     peers.push_back(r);
     locks.push_back(std::move(lk));
   }
   // First wake every thread of this process blocked on these sockets (and send the peers
   // their FIN): only a shutdown does (a blocked call holds the file, so a close does not),
-  // and Gloo's close would wait for a synchronous pair's reader to let go.
-  for (int fd : SocketsOf(pairs)) shutdown(fd, SHUT_RDWR);
+  // and Gloo's close would wait for a synchronous pair's reader to let go. Gloo may have
+  // closed a pair after a failure and the number been reused: only a socket that still has
+  // both of the pair's ends is shut down.
+  for (int r : peers) {
+    const Socket& sock = sockets_[static_cast<size_t>(r)];
+    sockaddr_storage local{}, remote{};
+    socklen_t llen = sizeof(local), rlen = sizeof(remote);
+    if (sock.fd >= 0 &&
+        getsockname(sock.fd, reinterpret_cast<sockaddr*>(&local), &llen) == 0 &&
+        getpeername(sock.fd, reinterpret_cast<sockaddr*>(&remote), &rlen) == 0 &&
+        SameEndpoint(local, sock.local) && SameEndpoint(remote, sock.remote)) {
+      shutdown(sock.fd, SHUT_RDWR);
+    }
+  }
   for (int r : peers) {
     try {
       transport_->getPair(r)->close();
@@ -265,6 +298,11 @@ void GlooMesh::CloseConnected() {
       VLOG(1) << describe_ << ": closing the pair with rank " << r << ": " << e.what();
     }
   }
+}
+
+int GlooMesh::SocketTo(int peer) const {
+  if (peer < 0 || peer >= size_ || peer == rank_) return -1;
+  return sockets_[static_cast<size_t>(peer)].fd;
 }
 
 std::string GlooMesh::NamePeersIn(const std::string& msg) const {

@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/socket.h>
+
 #include <gloo/context.h>
 #include <gloo/transport/device.h>
 #include <gloo/transport/pair.h>
@@ -30,11 +32,6 @@
 
 namespace phi {
 namespace distributed {
-
-// The descriptors of these connected pairs' sockets, found by their local addresses (each
-// pair listens on a port of its own): Gloo keeps them private, and only a shutdown(2) wakes
-// a thread blocked on a socket, or a poll tells whether data waits without taking it.
-std::vector<int> SocketsOf(const std::vector<const ::gloo::transport::Pair*>& pairs);
 
 class GlooMesh {
  public:
@@ -62,6 +59,12 @@ class GlooMesh {
   // not). A pair still being connected (its lock held) is left to fail at its own timeout.
   // Idempotent; never raises.
   void CloseConnected();
+
+  // The socket of the connected pair with `peer` (-1 when not connected): Gloo keeps it
+  // protected, and only a shutdown(2) wakes a thread blocked on a socket, or a poll tells
+  // whether data waits without taking it. Valid while the pair is open. Call after
+  // EnsurePeer/EnsureAll returned on this thread.
+  int SocketTo(int peer) const;
 
   // " [the peer at ADDR is rank R: ...]" for each known peer address in `msg`.
   std::string NamePeersIn(const std::string& msg) const;
@@ -91,6 +94,13 @@ class GlooMesh {
   std::shared_ptr<::gloo::Context> context_;
   std::vector<std::unique_ptr<std::mutex>> peer_mu_;
   std::vector<char> connected_;  // per peer, guarded by that peer's mutex
+  // Per peer, set when it connects (guarded like connected_): the pair's socket and its
+  // two ends, so that Abort shuts down only that connection (see CloseConnected).
+  struct Socket {
+    int fd = -1;
+    sockaddr_storage local{}, remote{};
+  };
+  std::vector<Socket> sockets_;
   std::atomic<bool> all_connected_{false};
   mutable std::mutex names_mu_;
   std::map<std::string, int> peer_by_address_;  // a peer's listening address -> its rank

@@ -66,7 +66,10 @@ bool GlooFusedExchange::SocketAllReduce(const void* in, void* out, int64_t count
                                         DataType dtype, CpuReduceFn reduce, bool average,
                                         std::chrono::milliseconds timeout) {
   if (!send_) Bind();
-  if (!sync_ || spin_fd_ < 0 || count <= 0) return false;
+  if (!sync_ || count <= 0) return false;
+  // Both ranks must take this path: no quiet fallback when the socket is unknown.
+  PADDLE_ENFORCE(spin_fd_ >= 0, errors::External("the two-rank all-reduce: the exchange "
+                                                 "connection's socket is unknown"));
   const int fd = spin_fd_, me = ctx_->rank, peer = 1 - me;
   const size_t esize = SizeOf(dtype);
   const size_t split = static_cast<size_t>(count / 2) * esize;  // rank 1's half starts here
