@@ -43,8 +43,9 @@ DECLARE_int32(comm_trace_max_events);
 // can still use the store to name what failed (phi/core/distributed/store/tcp_store.h).
 DECLARE_int32(store_host_linger_s);
 // Before a Gloo communicator of two ranks blocks to receive a small or mid-size message, it
-// polls the socket for up to this many microseconds (a blocked read costs a wake-up of tens
-// of microseconds; gloo_fused_exchange.cc). 0 turns it off (CPUs shared by more ranks).
+// polls the socket for up to this many microseconds (a blocked read costs a wake-up of up
+// to hundreds of microseconds; gloo_fused_exchange.cc). 0 turns it off (CPUs shared by more
+// ranks).
 DECLARE_int32(gloo_spin_us);
 // Default timeout of a process group, in seconds.
 DECLARE_int32(default_group_timeout_s);

@@ -248,8 +248,8 @@ TEST(GlooFaults, DestroyingAGroupWithAHungOpReturnsWithinTheTimeout) {
 
 // Aborting the group wakes this rank's own op blocked on the connections (the sockets are
 // shut down, not only closed): the group goes away at once, not at the group's timeout.
-// Both engine paths: a small all-reduce (the fused exchange, a synchronous pair with two
-// ranks) and a large one (Gloo's algorithm, read by Gloo's loop thread).
+// A small all-reduce (its payload rides in the agreement exchange) and a large one (blocked
+// in the agreement check before it), both on the exchange's synchronous pair.
 TEST(GlooFaults, AbortWakesThisRanksOwnOpBlockedOnTheConnections) {
   for (int64_t numel : {int64_t{64}, int64_t{1} << 20}) {
     RunRanks(2, [numel](const RankContext& ctx) {

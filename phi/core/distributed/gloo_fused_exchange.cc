@@ -116,13 +116,16 @@ void GlooFusedExchange::KeepSendBufferLarge(size_t message_bytes) {
 }
 
 // A blocked read costs a wake-up when the data comes (an idle CPU leaving its sleep state,
-// or a busy one switching): ~60 us here, ten times a small exchange. Data that is about to
-// arrive is cheaper to wait for awake, so this thread polls the socket for up to
-// FLAGS_gloo_spin_us first, then blocks in Gloo's read as before. The bound must exceed the
-// wake-up: with 50 us, a rank that blocked once woke late, so its peer blocked in turn, and
-// whole runs stayed in that state (p90 112 us against a 5 us median); with 200 us the p90
-// stays within 1.2x the median. A late peer costs at most the bound in CPU per receive
-// (Gloo's own busy-poll spins up to the timeout).
+// or a busy one switching): 60-250 us on this VM, up to fifty times a small exchange. Data
+// that is about to arrive is cheaper to wait for awake, so this thread polls the socket for
+// up to FLAGS_gloo_spin_us first, then blocks in Gloo's read as before. The bound must
+// exceed the slowest wake-up, or the ranks feed each other's delays: a rank that blocked
+// wakes late, so its peer's spin runs out and it blocks in turn, and so on, each exchange
+// taking spin + wake-up. With 50 us whole runs stayed in that state (p90 112 us against a
+// 5 us median); with 200 us one 16 KiB run in three did (10 % of its ops at 430 us, means
+// 3x the median); with 500 us one in five, with 1000 us none in ten. A late peer costs at
+// most the bound in CPU per receive, and after one that came later than the bound the next
+// receive blocks at once (Gloo's own busy-poll spins up to the timeout).
 void GlooFusedExchange::SpinUntilReadable() {
   if (spin_fd_ < 0 || FLAGS_gloo_spin_us <= 0) return;
   const auto start = std::chrono::steady_clock::now();
