@@ -200,6 +200,24 @@ TEST(GlooFaultMatrix, AllReduceSizesDifferAcrossRanks) {
   });
 }
 
+// With the agreement check off, two ranks' large all-reduces of different sizes meet in the
+// socket all-reduce, whose header carries the size: both raise at once, naming both sizes.
+TEST(GlooFaultMatrix, LargeAllReduceSizesDifferWithTheCheckOff) {
+  Matrix(2, [](const RankContext& ctx) {
+    FLAGS_check_collective_agreement = false;
+    ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, std::chrono::seconds(10));
+    DenseTensor t = Filled(DataType::FLOAT32, ctx.rank == 0 ? 100000 : 50000, 1.0);
+    const auto start = Clock::now();
+    ExpectError<phi::InvalidArgumentError>(
+        "allreduce 400000 vs 200000 bytes",
+        {"rank " + std::to_string(1 - ctx.rank) + " sends " +
+             (ctx.rank == 0 ? "200000" : "400000") + " bytes",
+         "rank " + std::to_string(ctx.rank) + " " + (ctx.rank == 0 ? "400000" : "200000")},
+        [&] { pg.AllReduce(&t, t, {}, true); });
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(5)) << "raised only at the timeout";
+  });
+}
+
 TEST(GlooFaultMatrix, SendAndRecvSizesDiffer) {
   Matrix(2, [](const RankContext& ctx) {
     ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, std::chrono::seconds(10));
