@@ -152,9 +152,15 @@ bool GlooFusedExchange::SocketAllReduce(const void* in, void* out, int64_t count
                    std::to_string(recv_total) + ")");
   };
 
-  const auto start = std::chrono::steady_clock::now();
   const auto spin = std::chrono::microseconds(std::max(0, FLAGS_gloo_spin_us));
-  auto idle_since = start;
+  // Spin as the exchange's receives do (SpinUntilReadable): not while the peer has lately
+  // been later than the bound (it is busy: a comm thread spinning then takes the CPU its
+  // rank computes on), and not again in this call once a wait outlasted the bound. The
+  // call leaves spinning on for the next one only if every wait in it was shorter.
+  bool spinning = spin_.load(std::memory_order_relaxed);
+  bool prompt = true;
+  auto idle_since = std::chrono::steady_clock::now();
+  auto heard = idle_since;  // when the peer's bytes last arrived
   bool idle = false;
   while (sent < send_total || received < recv_total) {
     bool progress = false;
@@ -169,6 +175,7 @@ bool GlooFusedExchange::SocketAllReduce(const void* in, void* out, int64_t count
         failed("send", errno);
       }
     }
+    bool arrived = false;
     if (received < recv_total) {
       char* to = nullptr;
       const size_t room = room_to_receive(&to);
@@ -176,7 +183,7 @@ bool GlooFusedExchange::SocketAllReduce(const void* in, void* out, int64_t count
       if (r > 0) {
         const size_t before = received;
         received += static_cast<size_t>(r);
-        progress = true;
+        progress = arrived = true;
         if (before < kH && received >= kH) check_header();
         const size_t k = received - kH;
         if (received > kH && k <= my_len && k > reduced && (k % kSegment == 0 || k == my_len)) {
@@ -190,35 +197,43 @@ bool GlooFusedExchange::SocketAllReduce(const void* in, void* out, int64_t count
         failed("receive", errno);
       }
     }
+    // The timeout counts from the last bytes the peer sent, like a Gloo wait: a long op that
+    // keeps moving does not time out, a peer silent for the timeout does. Not from this
+    // rank's own sends: the kernel goes on taking a trickle of them for a stopped peer.
+    const auto now = std::chrono::steady_clock::now();
+    if (arrived) {
+      heard = now;
+    } else if (now - heard >= timeout) {
+      NetworkFailure("Timed out in the two-rank all-reduce: rank " + std::to_string(peer) +
+                     " sent nothing for " + std::to_string(timeout.count()) + " ms (sent " +
+                     std::to_string(sent) + " of " + std::to_string(send_total) +
+                     " bytes, received " + std::to_string(received) + " of " +
+                     std::to_string(recv_total) + ")");
+    }
     if (progress) {
+      if (idle && now - idle_since >= spin) prompt = false;
       idle = false;
       continue;
     }
-    // Nothing moved: spin for up to FLAGS_gloo_spin_us (the peer is usually mid-write; a
-    // blocking wait costs a wake-up of ~60 us here), then wait in poll until the timeout.
-    const auto now = std::chrono::steady_clock::now();
+    // Nothing moved: spin (the peer is usually mid-write; a blocking wait costs a wake-up),
+    // then wait in poll.
     if (!idle) {
       idle = true;
       idle_since = now;
     }
-    if (now - start >= timeout) {
-      NetworkFailure("Timed out in the two-rank all-reduce after " +
-                     std::to_string(timeout.count()) + " ms waiting for rank " +
-                     std::to_string(peer) + " (sent " + std::to_string(sent) + " of " +
-                     std::to_string(send_total) + " bytes, received " +
-                     std::to_string(received) + " of " + std::to_string(recv_total) + ")");
-    }
-    if (now - idle_since < spin) continue;
+    if (spinning && now - idle_since < spin) continue;
+    spinning = false;
     pollfd p{fd, 0, 0};
     if (received < recv_total) p.events |= POLLIN;
     if (sent < send_total && ready_to_send(&from) > 0) p.events |= POLLOUT;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(timeout -
-                                                                             (now - start));
+                                                                             (now - heard));
     if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(1, left.count()))) < 0 &&
         errno != EINTR) {
       failed("poll", errno);
     }
   }
+  spin_.store(prompt, std::memory_order_relaxed);
   return true;
 }
 
