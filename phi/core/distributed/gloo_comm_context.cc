@@ -132,7 +132,7 @@ GlooCommContext::GlooCommContext(std::unique_ptr<GlooMesh> mesh,
       exchange_(exchange_mesh_.get()) {}
 
 // Measured on 2 vCPUs, loopback, float32 sum, medians (docs/benchmarks.md, "Gloo latency"):
-// on two ranks (where the default is the chunked exchange, RunAllReduce) halving-doubling
+// on two ranks (where the default is the socket all-reduce, RunAllReduce) halving-doubling
 // does 1 MiB in 0.73-0.76 ms with a p90 under 1 ms where the ring takes 0.77-2.4 ms with a
 // p90 of 4.2 ms, and 16 MiB in 10.2 ms against 13.1-13.7 ms; from 64 MiB the ring is ahead
 // (50.0-50.7 against 54.5 ms). On three and four ranks the ring leads already at 16 MiB,

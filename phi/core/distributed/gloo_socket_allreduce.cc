@@ -153,16 +153,18 @@ bool GlooFusedExchange::SocketAllReduce(const void* in, void* out, int64_t count
   };
 
   const auto spin = std::chrono::microseconds(std::max(0, FLAGS_gloo_spin_us));
-  // Spin as the exchange's receives do (SpinUntilReadable): not while the peer has lately
-  // been later than the bound (it is busy: a comm thread spinning then takes the CPU its
-  // rank computes on), and not again in this call once a wait outlasted the bound. The
-  // call leaves spinning on for the next one only if every wait in it was shorter.
-  bool spinning = spin_.load(std::memory_order_relaxed);
-  bool prompt = true;
+  // Spin as the exchange's receives do (SpinUntilReadable): for the peer's arrival, not
+  // while it has lately been later than the bound (it is busy: a comm thread spinning then
+  // takes the CPU its rank computes on). Once its bytes flow the gaps are short and spinning
+  // pays, until a gap outlasts the bound. The next call spins for the arrival only if every
+  // wait in this one was shorter than the bound.
+  const bool spin_for_arrival = spin_.load(std::memory_order_relaxed);
+  bool arrival_late = false, stream_late = false;
   auto idle_since = std::chrono::steady_clock::now();
   auto heard = idle_since;  // when the peer's bytes last arrived
   bool idle = false;
   while (sent < send_total || received < recv_total) {
+    const bool awaiting_arrival = received == 0;  // the peer's first bytes are yet to come
     bool progress = false;
     const char* from = nullptr;
     const size_t can_send = std::min(kMaxSend, sent < send_total ? ready_to_send(&from) : 0);
@@ -211,7 +213,13 @@ bool GlooFusedExchange::SocketAllReduce(const void* in, void* out, int64_t count
                      std::to_string(recv_total) + ")");
     }
     if (progress) {
-      if (idle && now - idle_since >= spin) prompt = false;
+      if (idle && now - idle_since >= spin) {
+        if (awaiting_arrival) {
+          arrival_late = true;
+        } else {
+          stream_late = true;
+        }
+      }
       idle = false;
       continue;
     }
@@ -221,8 +229,8 @@ bool GlooFusedExchange::SocketAllReduce(const void* in, void* out, int64_t count
       idle = true;
       idle_since = now;
     }
-    if (spinning && now - idle_since < spin) continue;
-    spinning = false;
+    const bool may_spin = awaiting_arrival ? spin_for_arrival : !stream_late;
+    if (may_spin && now - idle_since < spin) continue;
     pollfd p{fd, 0, 0};
     if (received < recv_total) p.events |= POLLIN;
     if (sent < send_total && ready_to_send(&from) > 0) p.events |= POLLOUT;
@@ -233,7 +241,7 @@ bool GlooFusedExchange::SocketAllReduce(const void* in, void* out, int64_t count
       failed("poll", errno);
     }
   }
-  spin_.store(prompt, std::memory_order_relaxed);
+  spin_.store(!arrival_late && !stream_late, std::memory_order_relaxed);
   return true;
 }
 
