@@ -38,36 +38,36 @@ TEST_P(GlooCollectives, AllReduceEveryDtypeAndOp) {
     // every dtype but bool: the two-rank socket all-reduce on two ranks, Gloo's algorithms
     // on more.
     for (const int64_t n : {int64_t{37}, int64_t{140001}}) {
-    int variant = 0;
-    for (DataType dt : AllDtypes()) {
-      for (ReduceOp op : AllReduceOps()) {
-        const double premul = phi::IsIntegral(dt) ? 3.0 : 0.5;
-        AllreduceOptions opts{op, premul};
-        DenseTensor in = MakeInput(dt, n, ctx.rank, op);
-        if (!OpSupported(op, dt)) {
-          DenseTensor out;
-          EXPECT_THROW(pg->AllReduce(&out, in, opts, true), phi::InvalidArgumentError)
-              << Tag("allreduce", dt, op, false, false);
-          continue;
-        }
-        std::vector<Val> ref(n);
-        for (int64_t i = 0; i < n; ++i) ref[i] = ReduceRef(dt, op, ctx.world_size, i, premul);
-        // Alternate in-place/out-of-place, sync/async, comm/calc stream.
-        bool in_place = variant % 2 == 0, async = (variant / 2) % 2 == 1;
-        bool calc = variant % 3 == 2;
-        ++variant;
-        DenseTensor out = in_place ? in : DenseTensor();
-        auto task = pg->AllReduce(&out, in, opts, !async, calc);
-        if (async) task->Wait();
-        EXPECT_TRUE(task->IsCompleted());
-        ExpectClose(out, ref, Tag("allreduce", dt, op, in_place, async));
-        if (!in_place) {  // the input is untouched
-          std::vector<Val> orig(n);
-          for (int64_t i = 0; i < n; ++i) orig[i] = InputVal(dt, ctx.rank, i, op);
-          ExpectClose(in, orig, "allreduce input preserved");
+      int variant = 0;
+      for (DataType dt : AllDtypes()) {
+        for (ReduceOp op : AllReduceOps()) {
+          const double premul = phi::IsIntegral(dt) ? 3.0 : 0.5;
+          AllreduceOptions opts{op, premul};
+          DenseTensor in = MakeInput(dt, n, ctx.rank, op);
+          if (!OpSupported(op, dt)) {
+            DenseTensor out;
+            EXPECT_THROW(pg->AllReduce(&out, in, opts, true), phi::InvalidArgumentError)
+                << Tag("allreduce", dt, op, false, false);
+            continue;
+          }
+          std::vector<Val> ref(n);
+          for (int64_t i = 0; i < n; ++i) ref[i] = ReduceRef(dt, op, ctx.world_size, i, premul);
+          // Alternate in-place/out-of-place, sync/async, comm/calc stream.
+          bool in_place = variant % 2 == 0, async = (variant / 2) % 2 == 1;
+          bool calc = variant % 3 == 2;
+          ++variant;
+          DenseTensor out = in_place ? in : DenseTensor();
+          auto task = pg->AllReduce(&out, in, opts, !async, calc);
+          if (async) task->Wait();
+          EXPECT_TRUE(task->IsCompleted());
+          ExpectClose(out, ref, Tag("allreduce", dt, op, in_place, async));
+          if (!in_place) {  // the input is untouched
+            std::vector<Val> orig(n);
+            for (int64_t i = 0; i < n; ++i) orig[i] = InputVal(dt, ctx.rank, i, op);
+            ExpectClose(in, orig, "allreduce input preserved");
+          }
         }
       }
-    }
     }
   });
 }

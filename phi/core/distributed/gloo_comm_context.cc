@@ -344,18 +344,17 @@ void GlooCommContext::RunAllReduce(const void* send, void* recv, int64_t count, 
     // once over the exchange's synchronous socket, each rank reducing its half as it arrives
     // (gloo_socket_allreduce.cc explains why it beats Gloo's algorithms on a host;
     // docs/benchmarks.md, "Gloo latency", has the figures).
-    bool done = false;
     Call(
         "allreduce",
         [&] {
           mesh_->EnsureAll();  // the roll call after a failure learns the peers' hosts there
           exchange_mesh_->EnsureAll();
-          done = exchange_.SocketAllReduce(p.data, recv, p.count, p.dtype,
-                                           GetCpuReduceFn(p.dtype, red.op),
-                                           red.op == ReduceOp::AVG, timeout_);
+          exchange_.SocketAllReduce(p.data, recv, p.count, p.dtype,
+                                    GetCpuReduceFn(p.dtype, red.op),
+                                    red.op == ReduceOp::AVG, timeout_);
         },
         /*on_exchange=*/true);
-    if (done) return;
+    return;
   }
   Call("allreduce", [&] {
     mesh_->EnsureAll();

@@ -79,9 +79,9 @@ class GlooFusedExchange {
   // Two ranks only: the all-reduce of `count` elements as a reduce-scatter and an all-gather
   // streamed both ways at once over the synchronous pair's socket (gloo_socket_allreduce.cc).
   // `reduce` combines rank 0's operand with rank 1's; `average` divides the result by 2.
-  // Returns false, having done nothing, with more than two ranks. Raises ::gloo::IoException for a network failure (its text
-  // says "Timed out" past `timeout`), InvalidArgument when the peer streams another size.
-  bool SocketAllReduce(const void* in, void* out, int64_t count, DataType dtype,
+  // Raises ::gloo::IoException for a network failure (its text says "Timed out" past
+  // `timeout`), InvalidArgument when the peer streams another size.
+  void SocketAllReduce(const void* in, void* out, int64_t count, DataType dtype,
                        CpuReduceFn reduce, bool average, std::chrono::milliseconds timeout);
 
  private:
@@ -94,14 +94,16 @@ class GlooFusedExchange {
   uint64_t calls_ = 0;        // calls so far: the same count on every rank
   std::unique_ptr<::gloo::transport::Buffer> send_, recv_;
   bool sync_ = false;  // the pairs are synchronous (two ranks; see Bind)
-  int spin_fd_ = -1;   // the synchronous pair's socket, polled before a blocking read
+  int send_fd_ = -1;   // the socket to the right neighbour (-1: not found)
+  // With two ranks, the synchronous pair's socket, which this thread reads and writes
+  // itself (polled before a blocking read; the socket all-reduce's stream); else -1.
+  int SyncSocket() const { return sync_ ? send_fd_ : -1; }
   std::atomic<bool> spin_{true};  // the last receive came within FLAGS_gloo_spin_us
   std::chrono::steady_clock::time_point recv_started_;
   void SpinUntilReadable();
   void NoteArrival();
-  void KeepSendBufferLarge(size_t message_bytes);
-  int send_fd_ = -1;          // the socket to the right neighbour (KeepSendBufferLarge)
-  size_t largest_send_ = 0;   // the largest message Gloo has sent on it
+  void RaiseSendBuffer() const;
+  size_t largest_send_ = 0;   // the largest message Gloo has sent on send_fd_
   uint64_t socket_calls_ = 0;     // SocketAllReduce calls so far: the same on both ranks
   std::vector<char> segment_;     // the peer's operand, one segment at a time
 };

@@ -92,11 +92,10 @@ void GlooFusedExchange::Bind() {
   auto& pair = ctx_->getPair(right);
   if (sync_) pair->setSync(true, /*busyPoll=*/false);
   send_fd_ = mesh_->SocketTo(right);
-  if (sync_) spin_fd_ = send_fd_;
   send_ = pair->createSendBuffer(kExchangeSlot, buffer_.data(), buffer_.size());
   recv_ = ctx_->getPair(left)->createRecvBuffer(kExchangeSlot,
                                                 buffer_.data(), buffer_.size());
-  KeepSendBufferLarge(0);
+  RaiseSendBuffer();
 }
 
 // Gloo sets a pair's send buffer to the size of the largest message sent on it so far (the
@@ -105,12 +104,11 @@ void GlooFusedExchange::Bind() {
 // the receiver, in the ping-pong pattern, delays that ACK by up to 40 ms, the delayed-ACK
 // timer: a 16 KiB all-reduce took 9 us at the median and tens of ms now and then (means of
 // 230 us). A buffer of kSendBuffer never fills that way. Gloo only touches it again for a
-// message larger than any before, so it is restored after each of those (few) sends, and
-// before the first. Best effort: it is speed only (the kernel caps it at wmem_max).
-void GlooFusedExchange::KeepSendBufferLarge(size_t message_bytes) {
+// message larger than any before, so it is restored after each of those (few) sends (Run),
+// and before the first. Best effort: it is speed only (the kernel caps it at wmem_max).
+void GlooFusedExchange::RaiseSendBuffer() const {
   constexpr int kSendBuffer = 1 << 20;
-  if (send_fd_ < 0 || (message_bytes <= largest_send_ && message_bytes > 0)) return;
-  largest_send_ = std::max(largest_send_, message_bytes);
+  if (send_fd_ < 0) return;
   int want = kSendBuffer;
   setsockopt(send_fd_, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want));
 }
@@ -127,7 +125,7 @@ void GlooFusedExchange::KeepSendBufferLarge(size_t message_bytes) {
 // most the bound in CPU per receive, and after one that came later than the bound the next
 // receive blocks at once (Gloo's own busy-poll spins up to the timeout).
 void GlooFusedExchange::SpinUntilReadable() {
-  if (spin_fd_ < 0 || FLAGS_gloo_spin_us <= 0) return;
+  if (SyncSocket() < 0 || FLAGS_gloo_spin_us <= 0) return;
   const auto start = std::chrono::steady_clock::now();
   const auto bound = std::chrono::microseconds(FLAGS_gloo_spin_us);
   // Not right after an op of Gloo's on the other connections, nor after a receive that
@@ -139,7 +137,7 @@ void GlooFusedExchange::SpinUntilReadable() {
     recv_started_ = start;
     return;
   }
-  pollfd p{spin_fd_, POLLIN, 0};
+  pollfd p{SyncSocket(), POLLIN, 0};
   do {
     if (poll(&p, 1, 0) != 0) return;  // readable (or an error: Gloo's read reports it)
   } while (std::chrono::steady_clock::now() - start < bound);
@@ -148,7 +146,7 @@ void GlooFusedExchange::SpinUntilReadable() {
 }
 
 void GlooFusedExchange::NoteArrival() {
-  if (spin_fd_ < 0 || spin_.load(std::memory_order_relaxed)) return;
+  if (SyncSocket() < 0 || spin_.load(std::memory_order_relaxed)) return;
   spin_.store(std::chrono::steady_clock::now() - recv_started_ <
                   std::chrono::microseconds(std::max(0, FLAGS_gloo_spin_us)),
               std::memory_order_relaxed);
@@ -189,8 +187,12 @@ const char* GlooFusedExchange::Run(const void* mine, size_t bytes,
                                     "the capacity of %zu (a corrupted message)",
                                     carried, static_cast<unsigned long long>(carried_len),
                                     capacity_));
-    send_->send(offset, kHeader + carried_len + kTrailer, offset);
-    KeepSendBufferLarge(kHeader + carried_len + kTrailer);
+    const size_t message = kHeader + carried_len + kTrailer;
+    send_->send(offset, message, offset);
+    if (message > largest_send_) {  // Gloo may have just set the send buffer to this size
+      largest_send_ = message;
+      RaiseSendBuffer();
+    }
     if (sync_) send_->waitSend();  // written already; a synchronous pair counts one at a time
     carried = (carried + n - 1) % n;  // the left neighbour's block, arriving now
     SpinUntilReadable();

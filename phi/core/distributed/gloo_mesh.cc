@@ -88,6 +88,13 @@ int FindPairSocket(const sockaddr_storage& local, const sockaddr_storage& peer_l
   return found;
 }
 
+// The two ends of a connected socket; false when `fd` is not one.
+bool EndsOf(int fd, sockaddr_storage* local, sockaddr_storage* remote) {
+  socklen_t llen = sizeof(*local), rlen = sizeof(*remote);
+  return getsockname(fd, reinterpret_cast<sockaddr*>(local), &llen) == 0 &&
+         getpeername(fd, reinterpret_cast<sockaddr*>(remote), &rlen) == 0;
+}
+
 // The published value: for every peer, [int32 peer][int32 n][n address bytes].
 void AppendEntry(std::string* out, int32_t peer, const std::vector<char>& bytes) {
   int32_t n = static_cast<int32_t>(bytes.size());
@@ -253,14 +260,7 @@ void GlooMesh::ConnectLocked(int peer) {
                 ? -1
                 : FindPairSocket(self->getSockaddr(),
                                  ::gloo::transport::tcp::Address(bytes).getSockaddr());
-  socklen_t len = sizeof(sock.local);
-  if (sock.fd >= 0 && getsockname(sock.fd, reinterpret_cast<sockaddr*>(&sock.local), &len) != 0) {
-    sock.fd = -1;
-  }
-  len = sizeof(sock.remote);
-  if (sock.fd >= 0 && getpeername(sock.fd, reinterpret_cast<sockaddr*>(&sock.remote), &len) != 0) {
-    sock.fd = -1;
-  }
+  if (sock.fd >= 0 && !EndsOf(sock.fd, &sock.local, &sock.remote)) sock.fd = -1;
   connected_[static_cast<size_t>(peer)] = 1;
   VLOG(2) << describe_ << ": connected to rank " << peer;
 }
@@ -283,11 +283,8 @@ void GlooMesh::CloseConnected() {
   for (int r : peers) {
     const Socket& sock = sockets_[static_cast<size_t>(r)];
     sockaddr_storage local{}, remote{};
-    socklen_t llen = sizeof(local), rlen = sizeof(remote);
-    if (sock.fd >= 0 &&
-        getsockname(sock.fd, reinterpret_cast<sockaddr*>(&local), &llen) == 0 &&
-        getpeername(sock.fd, reinterpret_cast<sockaddr*>(&remote), &rlen) == 0 &&
-        SameEndpoint(local, sock.local) && SameEndpoint(remote, sock.remote)) {
+    if (sock.fd >= 0 && EndsOf(sock.fd, &local, &remote) && SameEndpoint(local, sock.local) &&
+        SameEndpoint(remote, sock.remote)) {
       shutdown(sock.fd, SHUT_RDWR);
     }
   }

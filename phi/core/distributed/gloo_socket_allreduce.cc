@@ -62,15 +62,16 @@ struct Header {
 
 }  // namespace
 
-bool GlooFusedExchange::SocketAllReduce(const void* in, void* out, int64_t count,
+void GlooFusedExchange::SocketAllReduce(const void* in, void* out, int64_t count,
                                         DataType dtype, CpuReduceFn reduce, bool average,
                                         std::chrono::milliseconds timeout) {
   if (!send_) Bind();
-  if (!sync_ || count <= 0) return false;
   // Both ranks must take this path: no quiet fallback when the socket is unknown.
-  PADDLE_ENFORCE(spin_fd_ >= 0, errors::External("the two-rank all-reduce: the exchange "
-                                                 "connection's socket is unknown"));
-  const int fd = spin_fd_, me = ctx_->rank, peer = 1 - me;
+  PADDLE_ENFORCE(SyncSocket() >= 0 && count > 0,
+                 errors::External("the two-rank all-reduce: %s",
+                                  sync_ ? "the exchange connection's socket is unknown"
+                                        : "the group has more than two ranks"));
+  const int fd = SyncSocket(), me = ctx_->rank, peer = 1 - me;
   const size_t esize = SizeOf(dtype);
   const size_t split = static_cast<size_t>(count / 2) * esize;  // rank 1's half starts here
   const size_t total = static_cast<size_t>(count) * esize;
@@ -143,13 +144,16 @@ bool GlooFusedExchange::SocketAllReduce(const void* in, void* out, int64_t count
     if (average) CpuDivide(dtype, result, static_cast<int64_t>(n), 2);
     reduced = upto;
   };
+  // "sent S of T bytes, received R of T": where the stream stood, for the errors.
+  auto where = [&] {
+    return "sent " + std::to_string(sent) + " of " + std::to_string(send_total) +
+           " bytes, received " + std::to_string(received) + " of " +
+           std::to_string(recv_total);
+  };
   auto failed = [&](const char* what, int err) {
     NetworkFailure(std::string("the two-rank all-reduce's ") + what + " with rank " +
                    std::to_string(peer) + " failed: " + std::strerror(err) + " (rank " +
-                   std::to_string(peer) + " died or closed its connection; sent " +
-                   std::to_string(sent) + " of " + std::to_string(send_total) +
-                   " bytes, received " + std::to_string(received) + " of " +
-                   std::to_string(recv_total) + ")");
+                   std::to_string(peer) + " died or closed its connection; " + where() + ")");
   };
 
   const auto spin = std::chrono::microseconds(std::max(0, FLAGS_gloo_spin_us));
@@ -193,8 +197,7 @@ bool GlooFusedExchange::SocketAllReduce(const void* in, void* out, int64_t count
         }
       } else if (r == 0) {
         NetworkFailure("the two-rank all-reduce: rank " + std::to_string(peer) +
-                       " closed the connection (received " + std::to_string(received) +
-                       " of " + std::to_string(recv_total) + " bytes)");
+                       " closed the connection (" + where() + ")");
       } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
         failed("receive", errno);
       }
@@ -207,10 +210,8 @@ bool GlooFusedExchange::SocketAllReduce(const void* in, void* out, int64_t count
       heard = now;
     } else if (now - heard >= timeout) {
       NetworkFailure("Timed out in the two-rank all-reduce: rank " + std::to_string(peer) +
-                     " sent nothing for " + std::to_string(timeout.count()) + " ms (sent " +
-                     std::to_string(sent) + " of " + std::to_string(send_total) +
-                     " bytes, received " + std::to_string(received) + " of " +
-                     std::to_string(recv_total) + ")");
+                     " sent nothing for " + std::to_string(timeout.count()) + " ms (" +
+                     where() + ")");
     }
     if (progress) {
       if (idle && now - idle_since >= spin) {
@@ -242,7 +243,6 @@ bool GlooFusedExchange::SocketAllReduce(const void* in, void* out, int64_t count
     }
   }
   spin_.store(!arrival_late && !stream_late, std::memory_order_relaxed);
-  return true;
 }
 
 }  // namespace distributed
