@@ -1,0 +1,1 @@
+"""paddle_like: a collective-communication runtime (Python package)."""
