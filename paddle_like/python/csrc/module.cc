@@ -1,4 +1,27 @@
-// paddle_like._C: the pybind11 extension under paddle_like.distributed.
+// paddle_like._C: the pybind11 extension under paddle_like.distributed (the seed's
+// tensorplay._C._distributed). Thin by design: the checks and the seed's semantics are in
+// the Python files, the communication in the C++ runtime.
+#include <glog/logging.h>
 #include <pybind11/pybind11.h>
 
-PYBIND11_MODULE(_C, m) { m.doc() = "paddle_like's C++ runtime"; }
+#include "errors.h"
+
+namespace py = pybind11;
+
+namespace paddle_like {
+namespace python {
+void BindDist(py::module_& m);
+void BindStores(py::module_& m);
+}  // namespace python
+}  // namespace paddle_like
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "paddle_like's C++ runtime";
+  // A Python program did not initialise glog; without this, the first log line of ours
+  // would come with glog's "Logging before InitGoogleLogging()" warning. Errors that are
+  // raised reach the program as exceptions; glog keeps only warnings and worse on stderr.
+  if (!google::IsGoogleLoggingInitialized()) google::InitGoogleLogging("paddle_like");
+  paddle_like::python::BindErrors(m);
+  paddle_like::python::BindStores(m);
+  paddle_like::python::BindDist(m);
+}
