@@ -242,6 +242,7 @@ void BindCollectives(py::module_& m) {
 }  // namespace
 
 void BindDist(py::module_& m) {
+  m.def("copy_into", &CopyInto, py::arg("dst"), py::arg("src"));
   BindGroupAndWork(m);
   BindWorld(m);
   BindCollectives(m);

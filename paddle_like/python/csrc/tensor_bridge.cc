@@ -1,5 +1,6 @@
 #include "tensor_bridge.h"
 
+#include <cstring>
 #include <string>
 
 #include "phi/core/errors.h"
@@ -48,9 +49,131 @@ phi::DataType DTypeOf(const Py_buffer& view, const char* what) {
                        "int64, float16, float32, float64, complex64, complex128");
 }
 
+// DLPack's C ABI (dlpack.h, stable since v0.2): what a producer's __dlpack__() capsule
+// ("dltensor") holds. Declared here rather than included: no Debian package ships the header.
+struct DLDevice {
+  int32_t device_type;  // 1: CPU
+  int32_t device_id;
+};
+struct DLDataType {
+  uint8_t code;  // 0 int, 1 uint, 2 float, 4 bfloat, 5 complex, 6 bool
+  uint8_t bits;
+  uint16_t lanes;
+};
+struct DLTensor {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;  // in elements; null: row-major contiguous
+  uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensor* self);
+};
+
+// Owns a consumed DLPack tensor; calls its producer's deleter with the GIL held.
+class DLPackAllocation : public phi::Allocation {
+ public:
+  DLPackAllocation(DLManagedTensor* t, void* data, size_t bytes)
+      : phi::Allocation(data, bytes, phi::CPUPlace()), t_(t) {}
+  ~DLPackAllocation() override {
+    if (!Py_IsInitialized() || _Py_IsFinalizing() || t_->deleter == nullptr) return;
+    py::gil_scoped_acquire gil;
+    t_->deleter(t_);
+  }
+
+ private:
+  DLManagedTensor* t_;
+};
+
+phi::DataType DTypeOf(const DLDataType& t, const std::string& hint, const char* what) {
+  if (t.lanes == 1) {
+    if (hint == "bool" && t.bits == 8) return phi::DataType::BOOL;  // bool sent as uint8
+    switch (t.code) {
+      case 0:
+        if (t.bits == 8) return phi::DataType::INT8;
+        if (t.bits == 32) return phi::DataType::INT32;
+        if (t.bits == 64) return phi::DataType::INT64;
+        break;
+      case 1:
+        if (t.bits == 8) return phi::DataType::UINT8;
+        break;
+      case 2:
+        if (t.bits == 16) return phi::DataType::FLOAT16;
+        if (t.bits == 32) return phi::DataType::FLOAT32;
+        if (t.bits == 64) return phi::DataType::FLOAT64;
+        break;
+      case 4:
+        if (t.bits == 16) return phi::DataType::BFLOAT16;
+        break;
+      case 5:
+        if (t.bits == 64) return phi::DataType::COMPLEX64;
+        if (t.bits == 128) return phi::DataType::COMPLEX128;
+        break;
+      case 6:
+        if (t.bits == 8) return phi::DataType::BOOL;
+        break;
+    }
+  }
+  throw py::type_error(std::string(what) + ": DLPack element type (code " +
+                       std::to_string(t.code) + ", " + std::to_string(t.bits) + " bits, " +
+                       std::to_string(t.lanes) + " lanes) is not supported");
+}
+
+phi::DenseTensor TensorFromDLPack(const py::capsule& capsule, const std::string& hint,
+                                  const char* what) {
+  if (std::string(capsule.name() ? capsule.name() : "") != "dltensor") {
+    throw py::value_error(std::string(what) +
+                          ": the DLPack capsule was already consumed (each __dlpack__() "
+                          "result can be used once)");
+  }
+  auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+  const DLTensor& d = t->dl_tensor;
+  if (d.device.device_type != 1) {
+    throw py::value_error(std::string(what) + ": only CPU tensors are supported here (DLPack "
+                          "device type " + std::to_string(d.device.device_type) + ")");
+  }
+  const phi::DataType dtype = DTypeOf(d.dtype, hint, what);
+  std::vector<int64_t> dims(d.shape, d.shape + d.ndim);
+  int64_t numel = 1, expect = 1;
+  bool contiguous = true;
+  for (int i = d.ndim - 1; i >= 0; --i) {
+    numel *= dims[i];
+    if (d.strides != nullptr && dims[i] != 1 && d.strides[i] != expect) contiguous = false;
+    expect *= dims[i];
+  }
+  if (!contiguous && numel != 0) {
+    throw py::value_error(std::string(what) +
+                          ": the tensor is not contiguous; collectives read and write memory "
+                          "in place, so pass a contiguous tensor (.contiguous() copies)");
+  }
+  // Consumed: from now on the deleter is ours to call (DLPack's protocol).
+  PyCapsule_SetName(capsule.ptr(), "used_dltensor");
+  void* data = static_cast<char*>(d.data) + d.byte_offset;
+  auto holder = std::make_shared<DLPackAllocation>(t, data, numel * phi::SizeOf(dtype));
+  phi::DenseTensorMeta meta;
+  meta.dtype = dtype;
+  meta.dims = phi::DDim(dims);
+  return phi::DenseTensor(holder, meta);
+}
+
 }  // namespace
 
 phi::DenseTensor TensorFromBuffer(const py::handle& obj, bool writable, const char* what) {
+  // (array, dtype hint) from paddle_like.distributed for DLPack producers.
+  if (py::isinstance<py::tuple>(obj)) {
+    auto pair = py::reinterpret_borrow<py::tuple>(obj);
+    if (pair.size() == 2 && py::isinstance<py::capsule>(pair[0])) {
+      return TensorFromDLPack(pair[0].cast<py::capsule>(), pair[1].cast<std::string>(), what);
+    }
+  }
+  if (py::isinstance<py::capsule>(obj)) {
+    return TensorFromDLPack(py::reinterpret_borrow<py::capsule>(obj), "", what);
+  }
   if (!PyObject_CheckBuffer(obj.ptr())) {
     throw py::type_error(std::string(what) + ": expected an array (numpy or DLPack), got " +
                          std::string(py::str(py::type::handle_of(obj).attr("__name__"))));
@@ -106,6 +229,18 @@ std::vector<phi::DenseTensor> TensorsFromList(const py::handle& list, bool writa
     out.push_back(TensorFromBuffer(item, writable, what));
   }
   return out;
+}
+
+void CopyInto(const py::handle& dst, const py::handle& src) {
+  auto d = TensorFromBuffer(dst, true, "copy destination");
+  auto s = TensorFromBuffer(src, false, "copy source");
+  if (d.nbytes() != s.nbytes() || d.dtype() != s.dtype()) {
+    throw py::value_error("copy: destination has " + std::to_string(d.numel()) + " " +
+                          phi::DataTypeToString(d.dtype()) + " elements, source " +
+                          std::to_string(s.numel()) + " " + phi::DataTypeToString(s.dtype()));
+  }
+  py::gil_scoped_release nogil;
+  if (d.nbytes() > 0) std::memcpy(d.data(), s.data(), d.nbytes());
 }
 
 }  // namespace python

@@ -26,6 +26,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "distributed/process_group.h"
+#include "phi/core/distributed/store/store.h"
 
 namespace paddle_like {
 namespace torch_backend {
