@@ -54,6 +54,9 @@ const char* LaunchUsage() {
          "  --elastic            a rank killed by a signal does not stop the others: it is\n"
          "                       reported, marked dead in the store (elastic/dead/R, which\n"
          "                       DataParallel's elastic mode reads) and the job goes on\n"
+         "  --no_store           host no store and leave PADDLE_STORE_HOSTED unset: rank 0\n"
+         "                       hosts the store on MASTER_PORT, as plain env:// expects\n"
+         "                       (torch.distributed's own TCPStore, paddle_like.torch_backend)\n"
          "  --backend mpi        an MPI job: runs `mpirun -np N prog args` instead (MPI ranks\n"
          "                       must be started by mpirun; the ranks find each other through\n"
          "                       mpirun's variables and MPI). One node only: for several,\n"
@@ -88,6 +91,10 @@ LaunchOptions ParseLaunchOptions(int argc, char** argv) {
     }
     if (a == "--elastic") {
       o.elastic = true;
+      continue;
+    }
+    if (a == "--no_store" || a == "--no-store") {
+      o.no_store = true;
       continue;
     }
     const std::string& flag = args.flag();
@@ -132,6 +139,9 @@ LaunchOptions ParseLaunchOptions(int argc, char** argv) {
     Die("--backend mpi runs mpirun on this node only, without --nnodes, --elastic or "
         "--log_dir: for more, start the job with mpirun yourself (mpirun --hostfile H -np N "
         "prog ...)");
+  }
+  if (o.no_store && o.elastic) {
+    Die("--elastic marks dead ranks in the launcher's store: it cannot go with --no_store");
   }
   if (o.master_addr.empty()) o.master_addr = "127.0.0.1";
   return o;

@@ -130,9 +130,9 @@ std::vector<std::string> RankEnvironment(const LaunchOptions& o, int rank, int l
       {"PADDLE_MASTER", (master_addr.find(':') != std::string::npos
                              ? "[" + master_addr + "]"
                              : master_addr) + ":" + std::to_string(master_port)},
-      // The launcher on node 0 runs the store server: rank 0 must not start another.
-      {phi::distributed::kStoreHostedEnv, "1"},
   };
+  // The launcher on node 0 runs the store server: rank 0 must not start another.
+  if (!o.no_store) set[phi::distributed::kStoreHostedEnv] = "1";
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string kv = *e;
@@ -264,7 +264,18 @@ int RunJob(const LaunchOptions& o) {
 
   std::unique_ptr<phi::distributed::TCPStoreServer> server;
   int port = o.master_port;
-  if (o.node_rank == 0) {
+  if (o.no_store && port == 0) {
+    // --no_store: a free port for rank 0's own store (bound and released here; rank 0
+    // binds it again moments later).
+    phi::distributed::TCPStoreServer probe;
+    try {
+      probe.Start(o.master_addr, 0);
+    } catch (const std::exception& e) {
+      Say(std::string("cannot find a free port: ") + e.what());
+      return 1;
+    }
+    port = probe.port();
+  } else if (o.node_rank == 0 && !o.no_store) {
     server = std::make_unique<phi::distributed::TCPStoreServer>();
     try {
       server->Start(o.master_addr, static_cast<uint16_t>(o.master_port));
@@ -292,7 +303,7 @@ int RunJob(const LaunchOptions& o) {
   if (!o.quiet) {
     Say(std::to_string(o.nproc_per_node) + " rank(s) on node " + std::to_string(o.node_rank) +
         " of " + std::to_string(o.nnodes) + ", world size " + std::to_string(o.world_size()) +
-        ", store " + (server ? "hosted" : "reached") + " at " + o.master_addr + ":" +
+        ", store " + (server ? "hosted" : o.no_store ? "left to rank 0" : "reached") + " at " + o.master_addr + ":" +
         std::to_string(port));
   }
 

@@ -9,8 +9,6 @@ paddle_like's engine: its Gloo backend for CPU tensors, its NCCL backend for CUD
 where paddle_like was built with CUDA. Rendezvous goes through the store torch hands the
 backend. See docs/torch.md.
 """
-import os
-
 try:
     import torch
     import torch.distributed as _dist
@@ -57,13 +55,9 @@ def _register():
     name = BACKEND_NAME.upper()
     if name in getattr(_dist.Backend, "_plugins", {}):
         return  # already registered (a second import under another name)
-    try:
-        _dist.Backend.register_backend(BACKEND_NAME, _create, extended_api=True)
-    except TypeError:  # a torch without the extended creator API
-        _dist.Backend.register_backend(
-            BACKEND_NAME, lambda store, rank, size, timeout:
-            _ext.create_process_group(store, rank, size, timeout,
-                                      os.environ.get("PADDLE_LIKE_TORCH_GROUP", "0")))
+    # The extended API (torch >= 1.13) hands the creator torch's group name, which gives
+    # the engine's group the same id on every member.
+    _dist.Backend.register_backend(BACKEND_NAME, _create, extended_api=True)
 
 
 _register()
