@@ -207,6 +207,7 @@ GroupPtr split_group(const GroupPtr& parent, const std::vector<std::vector<int>>
   NewGroupOptions o = options;
   if (o.backend.empty()) o.backend = p->backend_config();
   if (o.timeout <= std::chrono::milliseconds::zero()) o.timeout = p->timeout();
+  o.sort_ranks = false;  // as the seed: the split's first rank is its group rank 0
   auto [mine, all] = new_subgroups_by_enumeration(split_ranks, o);
   if (mine) return mine;
   // In none of them: a non-member handle (the last split's, seen from outside).

@@ -184,6 +184,9 @@ struct NewGroupOptions {
   // Only the members call new_group (in the same order among themselves); they agree on
   // the group id through the store. A non-member calling it: InvalidArgument.
   bool use_local_synchronization = false;
+  // The group ranks follow the global ranks' order (true, the seed's default) or the order
+  // given (split_group keeps it: its group rank 0 is the first rank listed).
+  bool sort_ranks = true;
 };
 // `ranks`: global ranks (empty: all). Duplicates or out-of-range ranks: InvalidArgument.
 GroupPtr new_group(std::vector<int> ranks = {}, const NewGroupOptions& options = {});
@@ -321,7 +324,7 @@ WorkPtr reduce_scatter_single_coalesced(std::vector<DenseTensor>* outputs,
                                         const CollectiveOptions& o = {});
 
 // Splits `parent` (null: the world) into disjoint groups of the given global ranks, all of
-// which must be in it; returns this rank's group (a non-member Group when it is in none).
+// which must be in it, each in the order given; returns this rank's group (a non-member Group when it is in none).
 // Every rank of the world calls it with the same split_ranks, as with new_group (a rank
 // outside the parent gets a non-member handle): group ids stay agreed.
 GroupPtr split_group(const GroupPtr& parent, const std::vector<std::vector<int>>& split_ranks,

@@ -303,7 +303,7 @@ class World {
       PADDLE_ENFORCE(seen.insert(r).second,
                      phi::errors::InvalidArgument("new_group: rank %d is listed twice.", r));
     }
-    std::sort(ranks.begin(), ranks.end());
+    if (o.sort_ranks) std::sort(ranks.begin(), ranks.end());
     const std::string config = o.backend.empty() ? w->backend_config() : o.backend;
     auto by_device = ParseBackendConfig(config);
     // Every rank advances the counter, members or not: the ids stay agreed. With local

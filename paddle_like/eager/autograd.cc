@@ -47,14 +47,28 @@ class AccumulateGrad : public GradNode {
     } else {
       phi::AccumulateKernel(grad_out, &leaf_->grad);
     }
-    Tensor handle = Tensor::FromImpl(leaf_);
-    // Copy the hooks: one may remove itself (or others) while running.
-    auto hooks = leaf_->hooks;
-    for (auto& [id, hook] : hooks) hook(handle);
+    RunHooks();
     return {};
   }
   std::string name() const override { return "AccumulateGrad(" + leaf_->name + ")"; }
   const TensorImpl* leaf() const { return leaf_.get(); }
+
+  // Where a node may add this leaf's gradient in place (GradNode::ApplyInto): the leaf's own
+  // gradient, once it exists as plain CPU storage of the leaf's shape; else nullptr.
+  phi::DenseTensor* Sink() {
+    phi::DenseTensor& g = leaf_->grad;
+    if (!g.initialized() || !g.place().is_cpu() || !g.IsContiguous()) return nullptr;
+    if (g.dtype() != leaf_->value.dtype() || g.dims() != leaf_->value.dims()) return nullptr;
+    return &g;
+  }
+
+  // The gradient is final: every node that feeds this leaf has run.
+  void RunHooks() {
+    Tensor handle = Tensor::FromImpl(leaf_);
+    // Copy the hooks: one may remove itself (or others) while running.
+    auto hooks = leaf_->hooks;
+    for (auto& [id, hook] : hooks) hook(handle);
+  }
 
  private:
   std::shared_ptr<TensorImpl> leaf_;
@@ -153,13 +167,29 @@ FunctionNode::FunctionNode(std::string name, std::vector<std::shared_ptr<GradNod
                            Backward fn)
     : GradNode(std::move(next)), name_(std::move(name)), fn_(std::move(fn)) {}
 
-std::vector<phi::DenseTensor> FunctionNode::Apply(const phi::DenseTensor& grad_out) {
-  PADDLE_ENFORCE(fn_ != nullptr,
+FunctionNode::FunctionNode(std::string name, std::vector<std::shared_ptr<GradNode>> next,
+                           BackwardInto fn)
+    : GradNode(std::move(next)), name_(std::move(name)), fn_into_(std::move(fn)) {}
+
+void FunctionNode::CheckLive() const {
+  PADDLE_ENFORCE(fn_ != nullptr || fn_into_ != nullptr,
                  phi::errors::PreconditionNotMet(
                      "backward through %s a second time: its saved tensors were freed by the "
                      "first backward (pass retain_graph=true to keep them).",
                      name_.c_str()));
-  auto grads = fn_(grad_out);
+}
+
+std::vector<phi::DenseTensor> FunctionNode::Apply(const phi::DenseTensor& grad_out) {
+  std::vector<bool> accumulated(next().size(), false);
+  return ApplyInto(grad_out, std::vector<phi::DenseTensor*>(next().size(), nullptr),
+                   &accumulated);
+}
+
+std::vector<phi::DenseTensor> FunctionNode::ApplyInto(const phi::DenseTensor& grad_out,
+                                                      const std::vector<phi::DenseTensor*>& sinks,
+                                                      std::vector<bool>* accumulated) {
+  CheckLive();
+  auto grads = fn_into_ ? fn_into_(grad_out, sinks, accumulated) : fn_(grad_out);
   PADDLE_ENFORCE_EQ(grads.size(), next().size(),
                     phi::errors::PreconditionNotMet("%s returned %zu gradients for %zu inputs.", name_.c_str(),
                                        grads.size(), next().size()));
@@ -177,17 +207,38 @@ void RunBackward(const Tensor& root, const phi::DenseTensor& grad, bool retain_g
   std::vector<std::shared_ptr<GradNode>> visited;  // keeps nodes alive for Release
   buffers[root_node.get()] = grad;
   ready.push(root_node.get());
+  // Leaves whose gradient a node added in place: their AccumulateGrad runs its hooks even
+  // when nothing else is buffered for it.
+  std::unordered_set<GradNode*> accumulated_in_place;
+  std::vector<phi::DenseTensor*> sinks;
+  std::vector<bool> accumulated;
   while (!ready.empty()) {
     GradNode* node = ready.top();
     ready.pop();
     phi::DenseTensor in = std::move(buffers[node]);
     buffers.erase(node);
-    std::vector<phi::DenseTensor> grads;
-    if (in.initialized()) grads = node->Apply(in);
     const auto& next = node->next();
+    std::vector<phi::DenseTensor> grads;
+    sinks.assign(next.size(), nullptr);
+    accumulated.assign(next.size(), false);
+    if (in.initialized()) {
+      for (size_t i = 0; i < next.size(); ++i) {
+        if (auto* acc = dynamic_cast<AccumulateGrad*>(next[i].get())) sinks[i] = acc->Sink();
+      }
+      grads = node->ApplyInto(in, sinks, &accumulated);
+    } else if (accumulated_in_place.count(node) > 0) {
+      static_cast<AccumulateGrad*>(node)->RunHooks();
+    }
     for (size_t i = 0; i < next.size(); ++i) {
       GradNode* n = next[i].get();
       if (!n) continue;
+      if (accumulated[i]) {
+        PADDLE_ENFORCE(sinks[i] != nullptr,
+                       phi::errors::PreconditionNotMet(
+                           "%s accumulated input %zu in place, which was offered no sink.",
+                           node->name().c_str(), i));
+        accumulated_in_place.insert(n);
+      }
       if (i < grads.size() && grads[i].initialized()) AddInto(&buffers[n], grads[i]);
       if (--deps[n] == 0) {
         visited.push_back(next[i]);

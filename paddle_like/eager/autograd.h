@@ -28,6 +28,17 @@ class GradNode {
   // The gradients of the inputs, one per edge (an uninitialized tensor: none), given the
   // gradient of this node's output.
   virtual std::vector<phi::DenseTensor> Apply(const phi::DenseTensor& grad_out) = 0;
+  // Apply, with the engine offering for input i the gradient storage of the leaf that input
+  // is (sinks[i]; nullptr where it offers none: not a leaf, or its gradient not yet
+  // allocated). A node may add input i's gradient into *sinks[i] in place, set
+  // (*accumulated)[i] and return no tensor for it: for a weight that saves the temporary and
+  // the pass that would add it (the gradient of a matmul straight into a DataParallel
+  // bucket). The default accumulates nothing in place.
+  virtual std::vector<phi::DenseTensor> ApplyInto(const phi::DenseTensor& grad_out,
+                                                  const std::vector<phi::DenseTensor*>& sinks,
+                                                  std::vector<bool>* accumulated) {
+    return Apply(grad_out);
+  }
   virtual std::string name() const = 0;
   // Frees what Apply needed (saved tensors) after a backward pass without retain_graph.
   virtual void Release() {}
@@ -71,14 +82,27 @@ Tensor MakeResult(phi::DenseTensor value, const std::vector<Tensor>& inputs,
 class FunctionNode : public GradNode {
  public:
   using Backward = std::function<std::vector<phi::DenseTensor>(const phi::DenseTensor&)>;
+  // A backward that may accumulate into the sinks the engine offers (GradNode::ApplyInto).
+  using BackwardInto = std::function<std::vector<phi::DenseTensor>(
+      const phi::DenseTensor&, const std::vector<phi::DenseTensor*>& sinks,
+      std::vector<bool>* accumulated)>;
   FunctionNode(std::string name, std::vector<std::shared_ptr<GradNode>> next, Backward fn);
+  FunctionNode(std::string name, std::vector<std::shared_ptr<GradNode>> next, BackwardInto fn);
   std::vector<phi::DenseTensor> Apply(const phi::DenseTensor& grad_out) override;
+  std::vector<phi::DenseTensor> ApplyInto(const phi::DenseTensor& grad_out,
+                                          const std::vector<phi::DenseTensor*>& sinks,
+                                          std::vector<bool>* accumulated) override;
   std::string name() const override { return name_; }
-  void Release() override { fn_ = nullptr; }
+  void Release() override {
+    fn_ = nullptr;
+    fn_into_ = nullptr;
+  }
 
  private:
+  void CheckLive() const;
   std::string name_;
   Backward fn_;
+  BackwardInto fn_into_;
 };
 
 // Runs the backward pass from `root` with gradient `grad`.

@@ -2,6 +2,8 @@
 // the gradient kernel needs.
 #include "paddle_like/eager/functional.h"
 
+#include <initializer_list>
+
 #include "paddle_like/eager/autograd.h"
 #include "phi/core/errors.h"
 #include "phi/kernels/math_kernels.h"
@@ -24,6 +26,44 @@ Tensor Record(const char* name, DenseTensor value, const std::vector<Tensor>& in
   });
 }
 
+Tensor Record(const char* name, DenseTensor value, const std::vector<Tensor>& inputs,
+              FunctionNode::BackwardInto backward) {
+  return autograd::MakeResult(std::move(value), inputs, [&](Edges edges) {
+    return std::make_shared<FunctionNode>(name, std::move(edges), std::move(backward));
+  });
+}
+
+// The sink the engine offered for an input (GradNode::ApplyInto) when the matmul gradient
+// may go there: it must not share storage with a tensor the gradient reads.
+DenseTensor* UsableSink(DenseTensor* sink, std::initializer_list<const DenseTensor*> read) {
+  if (sink == nullptr) return nullptr;
+  for (const DenseTensor* t : read) {
+    if (t->Holder() == sink->Holder()) return nullptr;
+  }
+  return sink;
+}
+
+// The gradients of out = op(x) op(y): those with a usable sink are added into it in place
+// (marked in `accumulated`), the others returned.
+Grads MatmulBackward(const DenseTensor& xv, const DenseTensor& yv, const DenseTensor& dout,
+                     bool tx, bool ty, bool need_dx, bool need_dy,
+                     const std::vector<DenseTensor*>& sinks, std::vector<bool>* accumulated) {
+  DenseTensor* into_x = need_dx ? UsableSink(sinks[0], {&xv, &yv, &dout}) : nullptr;
+  DenseTensor* into_y = need_dy ? UsableSink(sinks[1], {&xv, &yv, &dout}) : nullptr;
+  if (into_x != nullptr && into_x == into_y) into_y = nullptr;  // matmul(w, w): one at a time
+  if (into_x != nullptr || into_y != nullptr) {
+    phi::MatmulGradAddKernel(xv, yv, dout, tx, ty, into_x, into_y);
+    (*accumulated)[0] = into_x != nullptr;
+    (*accumulated)[1] = into_y != nullptr;
+  }
+  DenseTensor dx, dy;
+  bool rest_x = need_dx && into_x == nullptr, rest_y = need_dy && into_y == nullptr;
+  if (rest_x || rest_y) {
+    phi::MatmulGradKernel(xv, yv, dout, tx, ty, rest_x ? &dx : nullptr, rest_y ? &dy : nullptr);
+  }
+  return Grads{dx, dy};
+}
+
 // A one-element tensor's value as a double.
 double ScalarOf(const DenseTensor& t) {
   DenseTensor d;
@@ -38,12 +78,12 @@ Tensor matmul(const Tensor& x, const Tensor& y, bool transpose_x, bool transpose
   phi::MatmulKernel(x.value(), y.value(), transpose_x, transpose_y, &out);
   DenseTensor xv = x.value(), yv = y.value();
   bool need_dx = x.requires_grad(), need_dy = y.requires_grad();
-  return Record("matmul", std::move(out), {x, y}, [=](const DenseTensor& dout) {
-    DenseTensor dx, dy;
-    phi::MatmulGradKernel(xv, yv, dout, transpose_x, transpose_y, need_dx ? &dx : nullptr,
-                          need_dy ? &dy : nullptr);
-    return Grads{dx, dy};
-  });
+  return Record("matmul", std::move(out), {x, y},
+                [=](const DenseTensor& dout, const std::vector<DenseTensor*>& sinks,
+                    std::vector<bool>* accumulated) {
+                  return MatmulBackward(xv, yv, dout, transpose_x, transpose_y, need_dx,
+                                        need_dy, sinks, accumulated);
+                });
 }
 
 Tensor add(const Tensor& x, const Tensor& y) {
@@ -51,9 +91,10 @@ Tensor add(const Tensor& x, const Tensor& y) {
   phi::AddKernel(x.value(), y.value(), &out);
   phi::DDim y_dims = y.dims();
   return Record("add", std::move(out), {x, y}, [=](const DenseTensor& dout) {
-    DenseTensor dx, dy;
-    phi::AddGradKernel(dout, y_dims, &dx, &dy);
-    return Grads{dx, dy};
+    // dx is dout itself, shared: the engine never writes a gradient it was handed.
+    DenseTensor dy;
+    phi::AddGradKernel(dout, y_dims, nullptr, &dy);
+    return Grads{dout, dy};
   });
 }
 
@@ -144,8 +185,28 @@ Tensor cast(const Tensor& x, phi::DataType dtype) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  Tensor y = matmul(x, weight);
-  return bias.defined() ? add(y, bias) : y;
+  if (!bias.defined()) return matmul(x, weight);
+  // One node for x @ weight + bias (what matmul then add computes, value for value): one
+  // output and one graph node per layer, no gradient copy between them.
+  DenseTensor out;
+  phi::MatmulKernel(x.value(), weight.value(), false, false, &out);
+  phi::AddKernel(out, bias.value(), &out);
+  DenseTensor xv = x.value(), wv = weight.value();
+  phi::DDim bias_dims = bias.dims();
+  bool need_dx = x.requires_grad(), need_dw = weight.requires_grad();
+  bool need_db = bias.requires_grad();
+  return Record("linear", std::move(out), {x, weight, bias},
+                [=](const DenseTensor& dout, const std::vector<DenseTensor*>& sinks,
+                    std::vector<bool>* accumulated) {
+                  std::vector<bool> matmul_accumulated(2, false);
+                  Grads g = MatmulBackward(xv, wv, dout, false, false, need_dx, need_dw,
+                                           {sinks[0], sinks[1]}, &matmul_accumulated);
+                  (*accumulated)[0] = matmul_accumulated[0];
+                  (*accumulated)[1] = matmul_accumulated[1];
+                  DenseTensor db;
+                  if (need_db) phi::AddGradKernel(dout, bias_dims, nullptr, &db);
+                  return Grads{g[0], g[1], db};
+                });
 }
 
 Tensor relu(const Tensor& x) {

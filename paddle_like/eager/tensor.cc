@@ -1,5 +1,7 @@
 #include "paddle_like/eager/tensor.h"
 
+#include <cstring>
+
 #include "paddle_like/eager/autograd.h"
 #include "paddle_like/eager/tensor_impl_internal.h"
 #include "phi/core/errors.h"
@@ -69,8 +71,15 @@ void Tensor::set_grad(phi::DenseTensor grad) {
 void Tensor::clear_grad(bool set_to_zero) {
   TensorImpl& impl = Checked(impl_);
   if (!impl.grad.initialized()) return;
-  if (set_to_zero) phi::Fill(&impl.grad, 0.0);
-  else impl.grad = phi::DenseTensor();
+  if (!set_to_zero) {
+    impl.grad = phi::DenseTensor();
+  } else if (impl.grad.IsContiguous() && impl.grad.place().is_cpu()) {
+    // Every step zeroes every gradient: a memset (zero bits are 0.0 in every floating type),
+    // not Fill's element-by-element conversion.
+    std::memset(impl.grad.data(), 0, impl.grad.nbytes());
+  } else {
+    phi::Fill(&impl.grad, 0.0);
+  }
 }
 
 int Tensor::register_post_accumulate_grad_hook(PostAccumulateGradHook hook) {

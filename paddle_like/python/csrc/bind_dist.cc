@@ -94,8 +94,9 @@ void BindWorld(py::module_& m) {
   m.def("is_nccl_available", &dist::is_nccl_available);
   m.def("is_mpi_available", &dist::is_mpi_available);
   m.def("new_group", [](std::vector<int> ranks, int64_t timeout_ms, const std::string& backend,
-                        bool use_local_synchronization) {
+                        bool use_local_synchronization, bool sort_ranks) {
     dist::NewGroupOptions o;
+    o.sort_ranks = sort_ranks;
     o.timeout = Ms(timeout_ms);
     o.backend = backend;
     o.use_local_synchronization = use_local_synchronization;

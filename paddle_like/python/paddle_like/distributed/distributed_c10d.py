@@ -347,10 +347,8 @@ def new_group(ranks: Optional[List[int]] = None, timeout: _dt.timedelta = defaul
         raise TypeError("ranks must be integers")
     if any(rank < 0 or rank >= world_size for rank in ranks):
         raise ValueError(f"ranks must be in the range [0, {world_size})")
-    if sort_ranks:
-        ranks.sort()
     handle = _C.new_group(ranks, _ms(timeout.total_seconds()), repr(config),
-                          bool(use_local_synchronization))
+                          bool(use_local_synchronization), bool(sort_ranks))
     if handle is None or not handle.is_member:
         return GroupMember.NON_GROUP_MEMBER
     pg = ProcessGroup(handle, handle.name, selected, repr(config), group_desc)
