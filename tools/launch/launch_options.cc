@@ -56,7 +56,8 @@ const char* LaunchUsage() {
          "                       DataParallel's elastic mode reads) and the job goes on\n"
          "  --no_store           host no store and leave PADDLE_STORE_HOSTED unset: rank 0\n"
          "                       hosts the store on MASTER_PORT, as plain env:// expects\n"
-         "                       (torch.distributed's own TCPStore, paddle_like.torch_backend)\n"
+         "                       (torch.distributed's own TCPStore, paddle_like.torch_backend);\n"
+         "                       with --elastic, dead ranks are reported but not marked\n"
          "  --backend mpi        an MPI job: runs `mpirun -np N prog args` instead (MPI ranks\n"
          "                       must be started by mpirun; the ranks find each other through\n"
          "                       mpirun's variables and MPI). One node only: for several,\n"
@@ -139,9 +140,6 @@ LaunchOptions ParseLaunchOptions(int argc, char** argv) {
     Die("--backend mpi runs mpirun on this node only, without --nnodes, --elastic or "
         "--log_dir: for more, start the job with mpirun yourself (mpirun --hostfile H -np N "
         "prog ...)");
-  }
-  if (o.no_store && o.elastic) {
-    Die("--elastic marks dead ranks in the launcher's store: it cannot go with --no_store");
   }
   if (o.master_addr.empty()) o.master_addr = "127.0.0.1";
   return o;

@@ -233,6 +233,7 @@ int MsUntil(Clock::time_point t) {
 // PADDLE_ELASTIC_NO_MARK=1 skips it (tools/elastic_trials.sh --heartbeat-only measures the
 // heartbeat path).
 void MarkDead(const LaunchOptions& o, int port, int rank) {
+  if (o.no_store) return;  // no store of ours to mark it in
   if (const char* off = std::getenv("PADDLE_ELASTIC_NO_MARK"); off && std::string(off) == "1") {
     return;
   }
