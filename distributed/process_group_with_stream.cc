@@ -151,16 +151,20 @@ phi::DeviceContext* ProcessGroupWithStream::GetDeviceContext(const phi::Place& p
                          : CommStreamContext(place);
 }
 
-// A failed op is logged where it fails, so that it is never silent, even when nobody waits
-// on its task (the error is also kept for Wait to raise).
-static void LogFailure(const std::string& group, const OpDesc& desc, std::exception_ptr e) {
+// A failed op is never silent: its error is kept for Wait to raise, and the task's state
+// logs it when it ends without anyone having heard of it (see TaskState::NoteFailure).
+static void NoteFailure(const std::string& group, const OpDesc& desc, std::exception_ptr e,
+                        TaskState* state) {
+  std::string text = group + ": " + desc.ToString();
   try {
     std::rethrow_exception(e);
   } catch (const std::exception& ex) {
-    LOG(ERROR) << group << ": " << desc.ToString() << " failed: " << ex.what();
+    text += std::string(" failed: ") + ex.what();
   } catch (...) {
-    LOG(ERROR) << group << ": " << desc.ToString() << " failed with a non-standard exception";
+    text += " failed with a non-standard exception";
   }
+  VLOG(1) << text;
+  state->NoteFailure(std::move(text));
 }
 
 // Puts `job` on `stream` and returns the event marking its end. A sync op on an idle CPU
@@ -212,7 +216,7 @@ std::function<void()> MakeJob(CommContext* comm, phi::Stream* stream,
       state->MarkFinished(TaskStatus::kCompleted);
     } catch (...) {
       state->SetError(std::current_exception());
-      LogFailure(*group, desc, state->error());
+      NoteFailure(*group, desc, state->error(), state.get());
     }
   };
 }
@@ -473,9 +477,11 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
       group_state->MarkFinished(TaskStatus::kCompleted);
     } catch (...) {
       auto e = std::current_exception();
-      for (auto& j : *jobs) j.state->SetError(e);
+      for (auto& j : *jobs) {
+        j.state->SetError(e);
+        NoteFailure(*group, desc, e, j.state.get());
+      }
       group_state->SetError(e);
-      LogFailure(*group, desc, e);
     }
   };
   std::shared_ptr<phi::Event> end =

@@ -35,6 +35,17 @@ void TaskState::SetError(std::exception_ptr e) {
   MarkFinished(TaskStatus::kFailed);
 }
 
+TaskState::~TaskState() {
+  if (!failure_note_.empty() && !timeout_reported.load()) {
+    LOG(ERROR) << failure_note_ << " (no caller waited on this op)";
+  }
+}
+
+void TaskState::NoteFailure(std::string text) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (failure_note_.empty()) failure_note_ = std::move(text);
+}
+
 std::exception_ptr TaskState::error() const {
   std::lock_guard<std::mutex> lk(mu_);
   return error_;
@@ -125,7 +136,7 @@ void StreamTask::HostWait(std::chrono::milliseconds timeout) {
                       "one.";
     if (recent_ops_) msg += "\nLast ops of this group (flight recorder):\n" + recent_ops_();
     state_->timeout_reported.store(true);
-    LOG(ERROR) << msg;
+    VLOG(1) << msg;  // raised: the caller reports it
     PADDLE_THROW(phi::errors::Timeout(msg));
   }
 }

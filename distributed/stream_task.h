@@ -55,14 +55,25 @@ struct TaskState {
   // watchdog reported it): the watchdog does not act on it (again).
   std::atomic<bool> timeout_reported{false};
 
+  TaskState() = default;
+  TaskState(const TaskState&) = delete;
+  TaskState& operator=(const TaskState&) = delete;
+  // Logs the failure note when nobody heard of the failure (see NoteFailure).
+  ~TaskState();
+
   void MarkStarted();
   void SetError(std::exception_ptr e);
+  // What to log about this op's failure if no caller ever hears of it: a failure that a
+  // Wait raises reaches the program as an exception and is not logged as well, so a
+  // program sees each error once.
+  void NoteFailure(std::string text);
   std::exception_ptr error() const;
   void MarkFinished(TaskStatus s);
 
  private:
   mutable std::mutex mu_;
   std::exception_ptr error_;
+  std::string failure_note_;
 };
 
 class StreamTask : public ProcessGroup::Task {

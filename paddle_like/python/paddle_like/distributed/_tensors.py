@@ -3,6 +3,8 @@ object that offers DLPack (a torch CPU tensor, say) through its capsule. Both ar
 the op reads and writes the caller's memory, and holds it until the op has ended."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 __all__ = ["as_arg", "is_tensor", "numel", "shape_of", "dtype_name", "is_complex"]
@@ -30,7 +32,12 @@ def as_arg(obj, name: str = "tensor"):
     _check(obj, name)
     if isinstance(obj, np.ndarray):
         return obj
-    return (obj.__dlpack__(), dtype_name(obj))
+    name = dtype_name(obj)
+    torch = sys.modules.get("torch")
+    if name == "bool" and torch is not None and isinstance(obj, torch.Tensor):
+        # torch 1.13 exports no bool over DLPack: its bytes as uint8, named bool here.
+        return (obj.view(torch.uint8).__dlpack__(), name)
+    return (obj.__dlpack__(), name)
 
 
 def as_args(objs, name: str):
