@@ -2,7 +2,7 @@
 # Installs every build and test dependency from Debian packages. Idempotent: when
 # everything is present it only checks (dpkg-query) and returns in well under a second.
 #   tools/install_deps.sh          # build, tests, demo
-#   tools/install_deps.sh --bench  # also the peers the benchmarks compare with (python3-torch)
+#   tools/install_deps.sh --bench  # also what the benchmarks use beyond that (perf)
 set -euo pipefail
 BENCH=0
 for a in "$@"; do
@@ -22,9 +22,14 @@ PKGS=(
   gnuplot-nox                # comm_bench's and the demo's PNG plots
   zlib1g-dev                 # the demo reads the gzip IDX files
   dataset-fashion-mnist      # the demo's dataset (/usr/share/datasets/fashion-mnist)
+  libopenblas-dev            # phi's CPU matmul (cblas)
+  python3-dev pybind11-dev   # the Python package paddle_like (paddle_like._C)
+  python3-numpy python3-pytest  # its arrays and its test suite
+  python3-torch libtorch-dev # the torch.distributed backend (paddle_like.torch_backend),
+                             # its tests and the DLPack tests; torch's gloo for benchmarks
 )
 if ((BENCH)); then
-  PKGS+=(python3-torch)      # torch's gloo backend: tools/torch_gloo_bench.py
+  PKGS+=(linux-perf)         # profiles (docs/benchmarks.md)
 fi
 
 missing=()
