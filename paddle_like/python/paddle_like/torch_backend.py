@@ -21,6 +21,17 @@ except ImportError as e:  # pragma: no cover - depends on the machine
 if not _dist.is_available():  # pragma: no cover
     raise ImportError("paddle_like.torch_backend: this PyTorch has no torch.distributed")
 
+import os
+
+# The Gloo engine's two-rank spin (FLAGS_gloo_spin_us, see README.md) pays off only when each
+# rank has a core for its comm thread; here the op runs on the group's comm thread while the
+# Python thread waits, so ranks that share CPUs spin against each other. Unless set, no spin
+# when the node's ranks have fewer than two cores each. Read when the runtime library loads.
+if "FLAGS_gloo_spin_us" not in os.environ:
+    _local = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", "1")) or 1)
+    if 2 * _local > (os.cpu_count() or 1):
+        os.environ["FLAGS_gloo_spin_us"] = "0"
+
 try:
     from paddle_like import _torch_backend as _ext
 except ImportError as e:  # pragma: no cover - depends on the build
