@@ -21,7 +21,7 @@ void Map1(const DenseTensor& a, DenseTensor* out, const char* kernel, F f) {
     DenseTensor result(CPUPlace(), a.dtype(), a.dims());
     const T* pa = a.data<T>();
     T* po = result.data<T>();
-    for (int64_t i = 0; i < a.numel(); ++i) {
+    for (int64_t i = 0, count = a.numel(); i < count; ++i) {
       po[i] = static_cast<T>(f(static_cast<double>(pa[i])));
     }
     *out = std::move(result);
@@ -41,9 +41,42 @@ void Map2(const DenseTensor& a, const DenseTensor& b, DenseTensor* out, const ch
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
     T* po = result.data<T>();
-    for (int64_t i = 0; i < a.numel(); ++i) {
+    for (int64_t i = 0, count = a.numel(); i < count; ++i) {
       po[i] = static_cast<T>(f(static_cast<double>(pa[i]), static_cast<double>(pb[i])));
     }
+    *out = std::move(result);
+  });
+}
+
+// Map1 / Map2 with f applied to the element type T itself (f must be exact in T).
+template <typename F>
+void Map1Typed(const DenseTensor& a, DenseTensor* out, const char* kernel, F f) {
+  CheckCpuInput(a, kernel, "x");
+  CheckFloating(a, kernel, "x");
+  VisitFloating(a.dtype(), kernel, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    DenseTensor result(CPUPlace(), a.dtype(), a.dims());
+    const T* pa = a.data<T>();
+    T* po = result.data<T>();
+    for (int64_t i = 0, count = a.numel(); i < count; ++i) po[i] = f(pa[i]);
+    *out = std::move(result);
+  });
+}
+
+template <typename F>
+void Map2Typed(const DenseTensor& a, const DenseTensor& b, DenseTensor* out,
+               const char* kernel, F f) {
+  CheckCpuInput(a, kernel, "x");
+  CheckCpuInput(b, kernel, "dout");
+  CheckFloating(a, kernel, "x");
+  CheckSameShape(a, b, kernel);
+  VisitFloating(a.dtype(), kernel, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    DenseTensor result(CPUPlace(), a.dtype(), a.dims());
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* po = result.data<T>();
+    for (int64_t i = 0, count = a.numel(); i < count; ++i) po[i] = f(pa[i], pb[i]);
     *out = std::move(result);
   });
 }
@@ -55,12 +88,15 @@ constexpr double kGeluCubic = 0.044715;
 
 }  // namespace
 
+// relu is a select: in the element type itself (the same value as through double; float32
+// and float64 then vectorize).
 void ReluKernel(const DenseTensor& x, DenseTensor* out) {
-  Map1(x, out, "relu", [](double v) { return v > 0 ? v : 0.0; });
+  Map1Typed(x, out, "relu", [](auto v) { return v > decltype(v)(0) ? v : decltype(v)(0); });
 }
 
 void ReluGradKernel(const DenseTensor& out, const DenseTensor& dout, DenseTensor* dx) {
-  Map2(out, dout, dx, "relu_grad", [](double o, double d) { return o > 0 ? d : 0.0; });
+  Map2Typed(out, dout, dx, "relu_grad",
+            [](auto o, auto d) { return o > decltype(o)(0) ? d : decltype(d)(0); });
 }
 
 void GeluKernel(const DenseTensor& x, bool approximate, DenseTensor* out) {

@@ -32,7 +32,7 @@ void DropoutKernel(const DenseTensor& x, double p, uint64_t seed, DenseTensor* o
   CheckProbability(p);
   DenseTensor m(CPUPlace(), DataType::UINT8, x.dims());
   uint8_t* pm = m.data<uint8_t>();
-  for (int64_t i = 0; i < x.numel(); ++i) pm[i] = UniformAt(seed, i) >= p ? 1 : 0;
+  for (int64_t i = 0, count = x.numel(); i < count; ++i) pm[i] = UniformAt(seed, i) >= p ? 1 : 0;
   DropoutGradKernel(m, x, p, out);  // out = x * mask / (1 - p): the same map as the gradient
   *mask = std::move(m);
 }
@@ -54,7 +54,7 @@ void DropoutGradKernel(const DenseTensor& mask, const DenseTensor& dout, double 
     const T* d = dout.data<T>();
     T* o = result.data<T>();
     double keep_scale = 1.0 / (1.0 - p);
-    for (int64_t i = 0; i < dout.numel(); ++i) {
+    for (int64_t i = 0, count = dout.numel(); i < count; ++i) {
       o[i] = pm[i] ? static_cast<T>(static_cast<double>(d[i]) * keep_scale) : static_cast<T>(0);
     }
     *dx = std::move(result);

@@ -146,7 +146,7 @@ void ReduceAll(const DenseTensor& x, double divisor, const char* kernel, DenseTe
     using T = typename decltype(tag)::type;
     double s = 0;
     const T* p = x.data<T>();
-    for (int64_t i = 0; i < x.numel(); ++i) s += static_cast<double>(p[i]);
+    for (int64_t i = 0, count = x.numel(); i < count; ++i) s += static_cast<double>(p[i]);
     DenseTensor result(CPUPlace(), x.dtype(), DDim({1}));
     result.data<T>()[0] = static_cast<T>(s / divisor);
     *out = std::move(result);
@@ -188,7 +188,7 @@ void CastKernel(const DenseTensor& x, DataType dtype, DenseTensor* out) {
                     !std::is_same_v<Out, dtype::complex128>) {
         const In* src = x.data<In>();
         Out* dst = result.data<Out>();
-        for (int64_t i = 0; i < x.numel(); ++i) {
+        for (int64_t i = 0, count = x.numel(); i < count; ++i) {
           if constexpr (std::is_arithmetic_v<In> && std::is_arithmetic_v<Out>) {
             // Directly: through double, int64 beyond 2^53 would lose its low bits (and
             // int64 -> float32 would round twice).

@@ -40,7 +40,7 @@ void EmbeddingKernel(const DenseTensor& ids, const DenseTensor& table, int64_t s
   int64_t width = table.dims()[1];
   const int64_t* id = ids.data<int64_t>();
   std::vector<int64_t> row_of(static_cast<size_t>(ids.numel()));
-  for (int64_t i = 0; i < ids.numel(); ++i) {
+  for (int64_t i = 0, count = ids.numel(); i < count; ++i) {
     row_of[i] = RowOf(id[i], start_index, rows, out_of_range_is_zero, padding_idx);
   }
   std::vector<int64_t> out_dims = ids.dims().Get();
@@ -49,7 +49,7 @@ void EmbeddingKernel(const DenseTensor& ids, const DenseTensor& table, int64_t s
   size_t row_bytes = static_cast<size_t>(width) * table.element_size();
   auto* dst = static_cast<char*>(result.data());
   const auto* src = static_cast<const char*>(table.data());
-  for (int64_t i = 0; i < ids.numel(); ++i) {
+  for (int64_t i = 0, count = ids.numel(); i < count; ++i) {
     if (row_of[i] < 0) std::memset(dst + i * row_bytes, 0, row_bytes);
     else std::memcpy(dst + i * row_bytes, src + row_of[i] * row_bytes, row_bytes);
   }
@@ -78,7 +78,7 @@ void EmbeddingGradKernel(const DenseTensor& ids, const DenseTensor& dout, const 
     g.setZero();
     ConstMatrixMap<T> d(dout.data<T>(), ids.numel(), width);
     const int64_t* id = ids.data<int64_t>();
-    for (int64_t i = 0; i < ids.numel(); ++i) {
+    for (int64_t i = 0, count = ids.numel(); i < count; ++i) {
       int64_t r = RowOf(id[i], start_index, rows, /*out_of_range_is_zero=*/true, padding_idx);
       if (r >= 0) g.row(r) += d.row(i);
     }

@@ -1,4 +1,4 @@
-// CPU math kernels a model needs (Eigen), with their gradients.
+// CPU math kernels a model needs (Eigen, OpenBLAS for matmul), with their gradients.
 //
 // Conventions, as Paddle's phi kernels:
 //  - inputs are CPU tensors, contiguous, of a floating dtype (float32, float64, float16,
@@ -9,7 +9,8 @@
 //  - bad input (dtype, place, shape, an id out of range) raises InvalidArgument naming the
 //    kernel, what it expected and what came; nothing is written then.
 // float16 and bfloat16 compute in their own Eigen types, element by element (slow, exact to
-// their precision); float32 and float64 use Eigen's blocked GEMM.
+// their precision); float32 and float64 matmuls run on OpenBLAS (its thread count:
+// phi/kernels/blas.h), the rest on Eigen.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,12 @@ void MatmulKernel(const DenseTensor& x, const DenseTensor& y, bool trans_x, bool
 // Gradients of MatmulKernel; dx or dy may be nullptr (not needed).
 void MatmulGradKernel(const DenseTensor& x, const DenseTensor& y, const DenseTensor& dout,
                       bool trans_x, bool trans_y, DenseTensor* dx, DenseTensor* dy);
+// MatmulGradKernel that adds the gradients into dx / dy in place (nullptr: not needed):
+// each must hold x's / y's dims and dtype, contiguous on the CPU, and share no storage with
+// x, y, dout or the other (the in-place exception above: a gradient accumulated straight into
+// a parameter's gradient buffer, with no temporary and no separate add).
+void MatmulGradAddKernel(const DenseTensor& x, const DenseTensor& y, const DenseTensor& dout,
+                         bool trans_x, bool trans_y, DenseTensor* dx, DenseTensor* dy);
 
 // ------------------------------------------------------------------ elementwise
 // out = x + y. y has x's shape, or is a bias: 1-D of x's last dim (added to every row), or a

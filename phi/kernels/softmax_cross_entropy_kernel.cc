@@ -29,7 +29,7 @@ std::pair<int64_t, int64_t> CheckShapes(const DenseTensor& logits, const DenseTe
 
 void CheckLabels(const DenseTensor& label, int64_t classes, int64_t ignore_index) {
   const int64_t* l = label.data<int64_t>();
-  for (int64_t i = 0; i < label.numel(); ++i) {
+  for (int64_t i = 0, count = label.numel(); i < count; ++i) {
     PADDLE_ENFORCE(l[i] == ignore_index || (l[i] >= 0 && l[i] < classes),
                    errors::InvalidArgument("%s: label[%ld] = %ld is outside [0, %ld).", kKernel,
                                            long(i), long(l[i]), long(classes)));

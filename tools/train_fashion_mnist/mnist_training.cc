@@ -1,9 +1,11 @@
 #include "tools/train_fashion_mnist/mnist_training.h"
 
 #include <random>
+#include <type_traits>
 
 #include "paddle_like/eager/autograd.h"
 #include "paddle_like/eager/functional.h"
+#include "phi/core/errors.h"
 #include "phi/kernels/math_kernels.h"
 
 namespace paddle_like {
@@ -29,20 +31,30 @@ std::shared_ptr<nn::Sequential> MakeClassifier(int64_t pixels, int64_t hidden, d
 
 Batch MakeBatch(const IdxDataset& data, const std::vector<int64_t>& indices, int64_t begin,
                 int64_t count, phi::DataType dtype) {
+  PADDLE_ENFORCE(dtype == phi::DataType::FLOAT32 || dtype == phi::DataType::FLOAT64,
+                 phi::errors::InvalidArgument("MakeBatch: float32 or float64, got %s.",
+                                              phi::DataTypeToString(dtype)));
   const int64_t pixels = data.pixels();
-  phi::DenseTensor x(phi::CPUPlace(), phi::DataType::FLOAT64, phi::DDim({count, pixels}));
+  phi::DenseTensor x(phi::CPUPlace(), dtype, phi::DDim({count, pixels}));
   phi::DenseTensor y(phi::CPUPlace(), phi::DataType::INT64, phi::DDim({count}));
-  double* px = x.data<double>();
   int64_t* py = y.data<int64_t>();
-  for (int64_t i = 0; i < count; ++i) {
-    int64_t sample = indices[begin + i];
-    const uint8_t* img = data.images.data() + sample * pixels;
-    for (int64_t k = 0; k < pixels; ++k) px[i * pixels + k] = (img[k] / 255.0 - kMean) / kStd;
-    py[i] = data.labels[sample];
-  }
-  phi::DenseTensor typed;
-  phi::CastKernel(x, dtype, &typed);
-  return {Tensor(std::move(typed)), Tensor(std::move(y))};
+  auto fill = [&](auto* px) {
+    using T = std::remove_pointer_t<decltype(px)>;
+    // A pixel has 256 values: normalize each once, in double, rounded once to T (the value
+    // a double tensor cast to T would hold).
+    T table[256];
+    for (int v = 0; v < 256; ++v) table[v] = static_cast<T>((v / 255.0 - kMean) / kStd);
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t sample = indices[begin + i];
+      const uint8_t* img = data.images.data() + sample * pixels;
+      T* row = px + i * pixels;
+      for (int64_t k = 0; k < pixels; ++k) row[k] = table[img[k]];
+      py[i] = data.labels[sample];
+    }
+  };
+  if (dtype == phi::DataType::FLOAT32) fill(x.data<float>());
+  else fill(x.data<double>());
+  return {Tensor(std::move(x)), Tensor(std::move(y))};
 }
 
 std::vector<int64_t> EpochOrder(int64_t n, uint64_t seed, int epoch) {

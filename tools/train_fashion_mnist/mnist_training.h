@@ -20,7 +20,7 @@ std::shared_ptr<nn::Sequential> MakeClassifier(int64_t pixels, int64_t hidden, d
                                                uint64_t seed, phi::DataType dtype);
 
 // Images `indices[begin, begin + count)` of `data`, normalized ((x / 255 - mean) / std), as
-// a [count, pixels] tensor of `dtype`, and their int64 labels.
+// a [count, pixels] tensor of `dtype` (float32 or float64), and their int64 labels.
 struct Batch {
   Tensor images;
   Tensor labels;

@@ -17,6 +17,7 @@
 #include "paddle_like/eager/functional.h"
 #include "paddle_like/parallel/data_parallel.h"
 #include "phi/core/errors.h"
+#include "phi/kernels/blas.h"
 #include "tools/common/arg_parser.h"
 #include "tools/common/gnuplot.h"
 #include "tools/train_fashion_mnist/mnist_training.h"
@@ -208,12 +209,17 @@ int Run(const Options& o) {
                 "(%ld per rank), %ld steps x %d epochs, %s, Adam lr %g\n",
                 world, long(train.count), long(test.count), long(global), long(o.batch_size),
                 long(steps_per_epoch), o.epochs, phi::DataTypeToString(o.dtype), o.lr);
+    std::printf("blas: %s (per rank; FLAGS_blas_num_threads or OPENBLAS_NUM_THREADS to change)\n",
+                phi::BlasInfo().c_str());
   }
 
   auto net = MakeClassifier(train.pixels(), o.hidden, 0.0, o.seed, o.dtype);
   DataParallelOptions dpo;
   dpo.comm_buffer_size = static_cast<size_t>(o.bucket_mb * (1 << 20));
   dpo.elastic = o.elastic;
+  // Gradients live in the buckets: backward's matmuls add into them in place, with no copy
+  // into a bucket before the all-reduce and none back after it.
+  dpo.gradient_as_bucket_view = true;
   dpo.elastic_options.heartbeat_deadline = std::chrono::milliseconds(o.heartbeat_deadline_ms);
   DataParallel dp(net, dpo);
   optimizer::Adam opt(dp.parameters(), o.lr);
