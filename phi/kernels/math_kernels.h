@@ -118,7 +118,8 @@ void MseLossGradKernel(const DenseTensor& x, const DenseTensor& y, const DenseTe
 // velocity = momentum * velocity + grad (+ weight_decay * param); param -= lr * velocity.
 void SgdMomentumKernel(const DenseTensor& grad, double lr, double momentum,
                        double weight_decay, DenseTensor* param, DenseTensor* velocity);
-// Adam (Kingma & Ba) with bias correction at step `step` (1-based).
+// Adam (Kingma & Ba) with bias correction at step `step` (1-based); float32 computes in float
+// (as torch's), float64 and the 16-bit types in double.
 void AdamKernel(const DenseTensor& grad, double lr, double beta1, double beta2, double epsilon,
                 int64_t step, DenseTensor* param, DenseTensor* moment1, DenseTensor* moment2);
 

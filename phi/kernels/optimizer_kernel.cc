@@ -23,45 +23,46 @@ struct AdamCoefficients {
   double inv_c2;     // 1 / (1 - beta2^step)
 };
 
-// One Adam update of n elements, in double:
+// One Adam update of n elements:
 //   m = beta1 m + (1 - beta1) g,  v = beta2 v + (1 - beta2) g^2,
-//   p -= step_size * m / (sqrt(v * inv_c2) + epsilon).
-// The bias corrections are folded into step_size and inv_c2 (one division and one square
-// root per element: the divider is what bounds this loop). float and double go through
+//   p -= step_size * m / (sqrt(v * inv_c2) + epsilon),
+// the bias corrections folded into step_size and inv_c2 (one division and one square root per
+// element: the divider bounds this loop). float32 computes in float, as torch's Adam: in
+// double the divider takes four times as long, and Adam runs on every parameter on every rank
+// each step. float64 computes in double, 16-bit types in double. float and double go through
 // Eigen's packets in fixed-size chunks (std::sqrt's errno check keeps a plain loop scalar);
 // every operation is IEEE and in the order written (no FMA on the baseline x86-64 target), so
 // the chunks and the scalar tail give the same bits.
 template <typename T>
 void AdamUpdate(const T* g, int64_t n, const AdamCoefficients& k, T* p, T* m, T* v) {
+  using C = std::conditional_t<std::is_same_v<T, float>, float, double>;
+  const C beta1 = static_cast<C>(k.beta1), beta2 = static_cast<C>(k.beta2);
+  const C rest1 = static_cast<C>(1.0 - k.beta1), rest2 = static_cast<C>(1.0 - k.beta2);
+  const C step_size = static_cast<C>(k.step_size), inv_c2 = static_cast<C>(k.inv_c2);
+  const C epsilon = static_cast<C>(k.epsilon);
   int64_t i = 0;
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     constexpr int kChunk = 256;
-    using Chunk = Eigen::Array<double, kChunk, 1>;
-    using In = Eigen::Map<const Eigen::Array<T, kChunk, 1>>;
-    using Out = Eigen::Map<Eigen::Array<T, kChunk, 1>>;
+    using Chunk = Eigen::Array<T, kChunk, 1>;
+    using In = Eigen::Map<const Chunk>;
+    using Out = Eigen::Map<Chunk>;
     for (; i + kChunk <= n; i += kChunk) {
-      // Each cast on its own: Eigen vectorizes a float <-> double cast only as a whole
-      // assignment; inside an expression it would evaluate all of it element by element.
-      Chunk gd = In(g + i).template cast<double>();
-      Chunk md = In(m + i).template cast<double>();
-      Chunk vd = In(v + i).template cast<double>();
-      Chunk pd = In(p + i).template cast<double>();
-      md = k.beta1 * md + (1.0 - k.beta1) * gd;
-      vd = k.beta2 * vd + (1.0 - k.beta2) * gd * gd;
-      pd = pd - k.step_size * md / ((vd * k.inv_c2).sqrt() + k.epsilon);
-      Out(m + i) = md.template cast<T>();
-      Out(v + i) = vd.template cast<T>();
-      Out(p + i) = pd.template cast<T>();
+      In gi(g + i);
+      Chunk mi = beta1 * In(m + i) + rest1 * gi;
+      Chunk vi = beta2 * In(v + i) + rest2 * gi * gi;
+      Out(p + i) = In(p + i) - step_size * mi / ((vi * inv_c2).sqrt() + epsilon);
+      Out(m + i) = mi;
+      Out(v + i) = vi;
     }
   }
   for (; i < n; ++i) {
-    double gi = static_cast<double>(g[i]);
-    double mi = k.beta1 * static_cast<double>(m[i]) + (1.0 - k.beta1) * gi;
-    double vi = k.beta2 * static_cast<double>(v[i]) + (1.0 - k.beta2) * gi * gi;
+    C gi = static_cast<C>(g[i]);
+    C mi = beta1 * static_cast<C>(m[i]) + rest1 * gi;
+    C vi = beta2 * static_cast<C>(v[i]) + rest2 * gi * gi;
     m[i] = static_cast<T>(mi);
     v[i] = static_cast<T>(vi);
-    p[i] = static_cast<T>(static_cast<double>(p[i]) -
-                          k.step_size * mi / (std::sqrt(vi * k.inv_c2) + k.epsilon));
+    p[i] = static_cast<T>(static_cast<C>(p[i]) -
+                          step_size * mi / (std::sqrt(vi * inv_c2) + epsilon));
   }
 }
 
