@@ -90,14 +90,20 @@ def bench_ddp(args, rank, size):
     for i in range(args.warmup):
         step(i)
     dist.barrier()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for i in range(args.steps):
         step(i)
+    cpu = time.process_time() - c0
     dist.barrier()
     dt = time.perf_counter() - t0
+    # CPU time of the whole process (every thread) per step, averaged over the ranks: what a
+    # loaded machine's noise does not change much
+    cpu_ms = torch.tensor([cpu / args.steps * 1e3], dtype=torch.float64)
+    dist.all_reduce(cpu_ms)
     return [{"bench": "ddp", "backend": args.backend, "nproc": size,
              "samples_per_s": round(args.steps * local * size / dt, 1),
-             "step_ms": round(dt / args.steps * 1e3, 3), "steps": args.steps}]
+             "step_ms": round(dt / args.steps * 1e3, 3),
+             "cpu_ms_per_step": round(cpu_ms.item() / size, 3), "steps": args.steps}]
 
 
 def main():

@@ -3,7 +3,8 @@
 # session, each run in processes of its own (launch --no_store: env://, rank 0 hosts torch's
 # store): float32 all_reduce medians/p90 from 8 B to 64 MiB, and the DDP training step of the
 # Fashion-MNIST MLP (samples/s), at 2 and 4 ranks. The backends alternate within each rep;
-# a figure is the median over reps. Prints a markdown table with ours / gloo.
+# a figure is the median over reps. Prints a markdown table with ours / gloo (and the DDP
+# step's CPU time per step, which other load on the machine moves less than its wall time).
 #
 # usage: tools/torch_backend_bench.sh [--build DIR] [--reps R] [--nprocs "2 4"]
 #                                     [--sizes 8,64,...] [--budget_s S] [--steps N]
@@ -83,11 +84,15 @@ for n in nprocs:
               f"{gp:.1f} | {op / gp:.2f}x |")
 print("\nDDP step, Fashion-MNIST MLP 784-256-128-10, Adam, global batch 128 (samples/s, "
       "median of reps)\n")
-print("| ranks | paddle_like | gloo | ours/gloo |")
-print("|---|---|---|---|")
+print("| ranks | paddle_like samples/s | gloo samples/s | ours/gloo | paddle_like CPU ms/step | "
+      "gloo CPU ms/step | ours/gloo CPU |")
+print("|---|---|---|---|---|---|---|")
 for n in nprocs:
-    get = lambda b: med([r["samples_per_s"] for r in rows if r["bench"] == "ddp" and
-                         r["nproc"] == n and r["backend"] == b])
-    o, g = get("paddle_like"), get("gloo")
-    print(f"| {n} | {o:.0f} | {g:.0f} | {o / g:.2f}x |")
+    get = lambda b, k: med([r[k] for r in rows if r["bench"] == "ddp" and
+                            r["nproc"] == n and r["backend"] == b])
+    o, g = get("paddle_like", "samples_per_s"), get("gloo", "samples_per_s")
+    oc, gc = get("paddle_like", "cpu_ms_per_step"), get("gloo", "cpu_ms_per_step")
+    print(f"| {n} | {o:.0f} | {g:.0f} | {o / g:.2f}x | {oc:.2f} | {gc:.2f} | {oc / gc:.2f}x |")
+print("\n(CPU ms/step: the process's CPU time, every thread, per step, averaged over the ranks; "
+      "samples/s: wall clock, which other load on the machine moves)")
 EOF

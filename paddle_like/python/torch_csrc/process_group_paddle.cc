@@ -326,13 +326,14 @@ class PaddleWork : public c10d::Work {
 
   PaddleWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
              std::vector<at::Tensor> keep, std::shared_ptr<Completer> completer,
-             std::chrono::milliseconds timeout, Mode mode)
+             std::chrono::milliseconds timeout, Mode mode, bool device)
       : c10d::Work(rank, type),
         outputs_(std::move(outputs)),
         keep_(std::move(keep)),
         completer_(std::move(completer)),
         timeout_(timeout),
         mode_(mode),
+        device_(device),
         mark_inline_(Completer::OnThisThread()),
         future_(c10::make_intrusive<c10::ivalue::Future>(
             c10::ListType::create(c10::TensorType::get()))) {}
@@ -359,7 +360,11 @@ class PaddleWork : public c10d::Work {
     const auto limit = timeout > std::chrono::milliseconds::zero() ? timeout : timeout_;
     if (mode_ == Mode::kPoll) {
       try {
-        task_->Wait(limit);
+        if (device_) {
+          task_->Synchronize();
+        } else {
+          task_->Wait(limit);
+        }
       } catch (const std::exception& e) {
         if (!task_->IsCompleted()) {
           TORCH_CHECK(false, "paddle_like: ", c10d::opTypeToString(opType_), " timed out "
@@ -424,7 +429,11 @@ class PaddleWork : public c10d::Work {
     }
     std::exception_ptr err;
     try {
-      task_->Wait();
+      if (device_) {
+        task_->Synchronize();
+      } else {
+        task_->Wait();
+      }
       if (post_) post_();
     } catch (const std::exception& e) {
       err = TorchError(e.what());
@@ -470,6 +479,9 @@ class PaddleWork : public c10d::Work {
   std::shared_ptr<Completer> completer_;
   std::chrono::milliseconds timeout_;
   Mode mode_;
+  // A device op: the host waits for it (Task::Synchronize) before the work completes, so
+  // that torch's streams, which the engine does not know, may use the outputs.
+  const bool device_;
   const bool mark_inline_;  // issued by a future callback: mark where the op completes
   TaskPtr task_;
   std::function<void()> post_;
@@ -563,6 +575,7 @@ struct ProcessGroupPaddle::Issue {
   std::function<TaskPtr(EngineGroup*)> start;
   std::function<void()> post;  // after success: copy-outs
   bool p2p = false;
+  std::chrono::milliseconds timeout = c10d::kUnsetTimeout;  // the op's; unset: the group's
 };
 
 ProcessGroupPaddle::ProcessGroupPaddle(const c10::intrusive_ptr<c10d::Store>& store, int rank,
@@ -637,9 +650,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::Run(Issue issue) {
                 "startCoalescing and endCoalescing must be on one device type");
   }
   const bool on_stream = !coalescing && !issue.p2p && issue.device.is_cpu();
+  const auto timeout =
+      issue.timeout > std::chrono::milliseconds::zero() ? issue.timeout : timeout_;
   auto work = c10::make_intrusive<PaddleWork>(
       getRank(), issue.type, std::move(issue.outputs), std::move(issue.keep), completer_,
-      timeout_, on_stream ? PaddleWork::Mode::kStream : PaddleWork::Mode::kPoll);
+      timeout, on_stream ? PaddleWork::Mode::kStream : PaddleWork::Mode::kPoll,
+      issue.device.is_cuda());
   TaskPtr task;
   try {
     task = issue.start(pg);
@@ -693,6 +709,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::broadcast(
   Issue is;
   is.type = c10d::OpType::BROADCAST;
   is.name = "broadcast";
+  is.timeout = opts.timeout;
   is.device = tensors[0].device();
   is.outputs = tensors;
   phi::DenseTensor t = Wrap(tensors[0], false, is.name);
@@ -708,6 +725,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::allreduce(
   Issue is;
   is.type = c10d::OpType::ALLREDUCE;
   is.name = "allreduce";
+  is.timeout = opts.timeout;
   is.device = tensors[0].device();
   is.outputs = tensors;
   distributed::AllreduceOptions o;
@@ -724,6 +742,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::allreduce_coalesced(
   Issue is;
   is.type = c10d::OpType::ALLREDUCE_COALESCED;
   is.name = "allreduce_coalesced";
+  is.timeout = opts.timeout;
   is.device = tensors[0].device();
   is.outputs = tensors;
   distributed::AllreduceOptions o;
@@ -759,6 +778,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::reduce(std::vector<at::Tensor
   Issue is;
   is.type = c10d::OpType::REDUCE;
   is.name = "reduce";
+  is.timeout = opts.timeout;
   is.device = tensors[0].device();
   is.outputs = tensors;
   distributed::ReduceOptions o;
@@ -771,7 +791,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::reduce(std::vector<at::Tensor
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::allgather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
-    const c10d::AllgatherOptions& /*opts*/) {
+    const c10d::AllgatherOptions& opts) {
   CheckSingle(inputs, "allgather");
   TORCH_CHECK(outputs.size() == 1, "paddle_like allgather takes one output list per process, "
               "got ", outputs.size());
@@ -787,6 +807,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::allgather(
   Issue is;
   is.type = c10d::OpType::ALLGATHER;
   is.name = "allgather";
+  is.timeout = opts.timeout;
   is.device = in.device();
   is.outputs = outs;
   is.keep = {in};
@@ -807,7 +828,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::allgather(
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::_allgather_base(
-    at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& /*opts*/) {
+    at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts) {
   CheckTensor(input, "_allgather_base", "input");
   CheckLike(output, input, "_allgather_base", "output");
   TORCH_CHECK(output.numel() == input.numel() * getSize(), "paddle_like _allgather_base: the "
@@ -816,6 +837,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::_allgather_base(
   Issue is;
   is.type = c10d::OpType::_ALLGATHER_BASE;
   is.name = "_allgather_base";
+  is.timeout = opts.timeout;
   is.device = input.device();
   is.outputs = {output};
   is.keep = {input};
@@ -828,7 +850,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::_allgather_base(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& output_lists, std::vector<at::Tensor>& inputs,
-    const c10d::AllgatherOptions& /*opts*/) {
+    const c10d::AllgatherOptions& opts) {
   TORCH_CHECK(!inputs.empty(), "paddle_like allgather_coalesced: no input tensors");
   for (const auto& t : inputs) CheckLike(t, inputs[0], "allgather_coalesced", "input");
   TORCH_CHECK(static_cast<int>(output_lists.size()) == getSize(), "paddle_like "
@@ -849,6 +871,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::allgather_coalesced(
   Issue is;
   is.type = c10d::OpType::ALLGATHER_COALESCED;
   is.name = "allgather_coalesced";
+  is.timeout = opts.timeout;
   is.device = inputs[0].device();
   for (const auto& list : output_lists) is.outputs.insert(is.outputs.end(), list.begin(), list.end());
   at::Tensor flat_in = Flatten(inputs);
@@ -873,6 +896,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::gather(
   Issue is;
   is.type = c10d::OpType::GATHER;
   is.name = "gather";
+  is.timeout = opts.timeout;
   is.device = in.device();
   is.keep = {in};
   std::vector<phi::DenseTensor> outs;
@@ -911,6 +935,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::scatter(
   Issue is;
   is.type = c10d::OpType::SCATTER;
   is.name = "scatter";
+  is.timeout = opts.timeout;
   is.device = out.device();
   is.outputs = outputs;
   phi::DenseTensor dst = Wrap(out, false, is.name);
@@ -960,6 +985,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::reduce_scatter(
   Issue is;
   is.type = c10d::OpType::REDUCE_SCATTER;
   is.name = "reduce_scatter";
+  is.timeout = opts.timeout;
   is.device = out.device();
   is.outputs = outputs;
   distributed::ReduceScatterOptions o;
@@ -990,6 +1016,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::_reduce_scatter_base(
   Issue is;
   is.type = c10d::OpType::_REDUCE_SCATTER_BASE;
   is.name = "_reduce_scatter_base";
+  is.timeout = opts.timeout;
   is.device = input.device();
   is.outputs = {output};
   is.keep = {input};
@@ -1004,7 +1031,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::_reduce_scatter_base(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::alltoall_base(
     at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_split_sizes,
-    std::vector<int64_t>& input_split_sizes, const c10d::AllToAllOptions& /*opts*/) {
+    std::vector<int64_t>& input_split_sizes, const c10d::AllToAllOptions& opts) {
   CheckTensor(input, "alltoall_base", "input");
   CheckLike(output, input, "alltoall_base", "output");
   const int size = getSize();
@@ -1040,6 +1067,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::alltoall_base(
   Issue is;
   is.type = c10d::OpType::ALLTOALL_BASE;
   is.name = "alltoall_base";
+  is.timeout = opts.timeout;
   is.device = input.device();
   is.outputs = {output};
   is.keep = {input};
@@ -1052,7 +1080,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::alltoall_base(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::alltoall(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
-    const c10d::AllToAllOptions& /*opts*/) {
+    const c10d::AllToAllOptions& opts) {
   TORCH_CHECK(static_cast<int>(inputs.size()) == getSize() &&
                   static_cast<int>(outputs.size()) == getSize(),
               "paddle_like alltoall needs one input and one output tensor per rank (",
@@ -1062,6 +1090,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::alltoall(
   Issue is;
   is.type = c10d::OpType::ALLTOALL;
   is.name = "alltoall";
+  is.timeout = opts.timeout;
   is.device = inputs[0].device();
   is.outputs = outputs;
   is.keep = inputs;
@@ -1130,8 +1159,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::recvAnysource(
 }
 
 // ------------------------------------------------------------------ barriers
-c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::barrier(const c10d::BarrierOptions& /*o*/) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::barrier(const c10d::BarrierOptions& opts) {
   Issue is;
+  is.timeout = opts.timeout;
   is.type = c10d::OpType::BARRIER;
   is.name = "barrier";
   is.start = [](EngineGroup* pg) { return pg->Barrier(); };
