@@ -66,20 +66,39 @@ phi::DataType PhiType(at::ScalarType t) {
   }
 }
 
-void CheckTensor(const at::Tensor& t, const char* op, const char* what) {
+void CheckTensor(const at::Tensor& t, const char* op, const char* what,
+                 bool contiguous = true) {
   TORCH_CHECK(t.defined(), "paddle_like ", op, ": the ", what, " tensor is undefined");
   TORCH_CHECK(t.layout() == at::kStrided, "paddle_like ", op, ": only dense (strided) tensors "
               "are supported, the ", what, " tensor is ", t.layout());
   TORCH_CHECK(t.is_cpu() || t.is_cuda(), "paddle_like ", op, ": the ", what,
               " tensor is on ", t.device(), "; CPU and CUDA tensors are supported");
-  TORCH_CHECK(t.is_contiguous(), "paddle_like ", op, ": the ", what,
+  TORCH_CHECK(!contiguous || t.is_contiguous(), "paddle_like ", op, ": the ", what,
               " tensor must be contiguous");
 }
 
-void CheckSingle(const std::vector<at::Tensor>& ts, const char* op) {
+// One tensor per process; any strides (a non-contiguous one is staged, see Contiguous).
+void CheckSingle(const std::vector<at::Tensor>& ts, const char* op, bool contiguous = false) {
   TORCH_CHECK(ts.size() == 1, "paddle_like ", op, " takes one tensor per process, got ",
               ts.size());
-  CheckTensor(ts[0], op, "input");
+  CheckTensor(ts[0], op, "input", contiguous);
+}
+
+// `t` itself when contiguous; else a contiguous copy, copied back into `t` after the op when
+// `copy_back` (chained onto *post).
+at::Tensor Contiguous(const at::Tensor& t, std::function<void()>* post, bool copy_back) {
+  if (t.is_contiguous()) return t;
+  at::Tensor c = t.contiguous();
+  if (copy_back) {
+    std::function<void()> prev = std::move(*post);
+    *post = [prev, t, c] {
+      if (prev) prev();
+      at::NoGradGuard no_grad;
+      at::Tensor dst = t;
+      dst.copy_(c);
+    };
+  }
+  return c;
 }
 
 void CheckLike(const at::Tensor& t, const at::Tensor& ref, const char* op, const char* what) {
@@ -95,6 +114,7 @@ void CheckLike(const at::Tensor& t, const at::Tensor& ref, const char* op, const
 // ...) travels as bytes.
 phi::DenseTensor WrapRange(const at::Tensor& first, int64_t numel, bool reduce,
                            const char* op) {
+  TORCH_CHECK(first.is_contiguous(), "paddle_like ", op, ": internal: a strided view");
   phi::DataType dt = PhiType(first.scalar_type());
   int64_t n = numel;
   if (dt == phi::DataType::UNDEFINED) {
@@ -712,7 +732,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::broadcast(
   is.timeout = opts.timeout;
   is.device = tensors[0].device();
   is.outputs = tensors;
-  phi::DenseTensor t = Wrap(tensors[0], false, is.name);
+  phi::DenseTensor t = Wrap(Contiguous(tensors[0], &is.post, true), false, is.name);
   distributed::BroadcastOptions o;
   o.source_rank = opts.rootRank;
   is.start = [t, o](EngineGroup* pg) mutable { return pg->Broadcast(&t, t, o, false, false); };
@@ -730,7 +750,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::allreduce(
   is.outputs = tensors;
   distributed::AllreduceOptions o;
   o.reduce_op = ToReduceOp(opts.reduceOp, &o.premul_factor, is.name);
-  phi::DenseTensor t = Wrap(tensors[0], true, is.name);
+  phi::DenseTensor t = Wrap(Contiguous(tensors[0], &is.post, true), true, is.name);
   is.start = [t, o](EngineGroup* pg) mutable { return pg->AllReduce(&t, t, o, false, false); };
   return Run(std::move(is));
 }
@@ -784,7 +804,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::reduce(std::vector<at::Tensor
   distributed::ReduceOptions o;
   o.reduce_op = ToReduceOp(opts.reduceOp, &o.premul_factor, is.name);
   o.root_rank = opts.rootRank;
-  phi::DenseTensor t = Wrap(tensors[0], true, is.name);
+  phi::DenseTensor t = Wrap(Contiguous(tensors[0], &is.post, true), true, is.name);
   is.start = [t, o](EngineGroup* pg) mutable { return pg->Reduce(&t, t, o, false, false); };
   return Run(std::move(is));
 }
@@ -792,7 +812,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::reduce(std::vector<at::Tensor
 c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::allgather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions& opts) {
-  CheckSingle(inputs, "allgather");
+  CheckSingle(inputs, "allgather", true);
   TORCH_CHECK(outputs.size() == 1, "paddle_like allgather takes one output list per process, "
               "got ", outputs.size());
   auto& outs = outputs[0];
@@ -888,7 +908,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::allgather_coalesced(
 c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::gather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::GatherOptions& opts) {
-  CheckSingle(inputs, "gather");
+  CheckSingle(inputs, "gather", true);
   const at::Tensor& in = inputs[0];
   const int root = static_cast<int>(opts.rootRank);
   TORCH_CHECK(root >= 0 && root < getSize(), "paddle_like gather: root ", root,
@@ -927,7 +947,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::gather(
 c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const c10d::ScatterOptions& opts) {
-  CheckSingle(outputs, "scatter");
+  CheckSingle(outputs, "scatter", true);
   const at::Tensor& out = outputs[0];
   const int root = static_cast<int>(opts.rootRank);
   TORCH_CHECK(root >= 0 && root < getSize(), "paddle_like scatter: root ", root,
@@ -973,7 +993,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::scatter(
 c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::reduce_scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const c10d::ReduceScatterOptions& opts) {
-  CheckSingle(outputs, "reduce_scatter");
+  CheckSingle(outputs, "reduce_scatter", true);
   const at::Tensor& out = outputs[0];
   TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(),
               "paddle_like reduce_scatter needs one input list of ", getSize(), " tensors");
@@ -1113,7 +1133,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::send(std::vector<at::Tensor>&
   is.device = tensors[0].device();
   is.keep = tensors;
   is.p2p = true;
-  phi::DenseTensor t = Wrap(tensors[0], false, is.name);
+  phi::DenseTensor t = Wrap(Contiguous(tensors[0], &is.post, false), false, is.name);
   distributed::P2POptions o;
   o.tag = tag;
   is.start = [t, dst_rank, o](EngineGroup* pg) {
@@ -1131,7 +1151,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::recv(std::vector<at::Tensor>&
   is.device = tensors[0].device();
   is.outputs = tensors;
   is.p2p = true;
-  phi::DenseTensor t = Wrap(tensors[0], false, is.name);
+  phi::DenseTensor t = Wrap(Contiguous(tensors[0], &is.post, true), false, is.name);
   distributed::P2POptions o;
   o.tag = tag;
   is.start = [t, src_rank, o](EngineGroup* pg) mutable {
@@ -1149,7 +1169,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::recvAnysource(
   is.device = tensors[0].device();
   is.outputs = tensors;
   is.p2p = true;
-  phi::DenseTensor t = Wrap(tensors[0], false, is.name);
+  phi::DenseTensor t = Wrap(Contiguous(tensors[0], &is.post, true), false, is.name);
   distributed::P2POptions o;
   o.tag = tag;
   is.start = [t, o](EngineGroup* pg) mutable {

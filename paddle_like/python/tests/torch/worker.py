@@ -8,7 +8,7 @@ usage: worker.py MODE [args]; MODE is one of
            one process on the whole batches: the same parameters within 1e-10
   hooks    DDP with find_unused_parameters, no_sync and the fp16 compression hook
   kill     rank 1 SIGKILLs itself; the others must raise RuntimeError, not hang
-  errors   what the engine cannot do raises RuntimeError naming the op
+  errors   what the engine cannot do raises RuntimeError naming the op; strided tensors work
 Each rank asserts its own results; an assertion exits non-zero, which fails the job.
 """
 import datetime
@@ -484,11 +484,19 @@ def run_errors():
             return
         raise AssertionError(f"{what}: no error")
     raises(lambda: dist.all_reduce(torch.ones(4, dtype=torch.int16)), "int16 all_reduce")
-    raises(lambda: dist.all_reduce(torch.ones(4, 4).t()), "non-contiguous")
     raises(lambda: dist.all_reduce(torch.ones(4).to_sparse()), "sparse")
     raises(lambda: dist.all_reduce(torch.ones(4, dtype=torch.float32),
                                    op=dist.ReduceOp.BAND), "BAND on float")
     dist.barrier()
+    # non-contiguous tensors are staged through a contiguous copy (as torch's gloo takes them)
+    x = torch.arange(16, dtype=torch.float64).reshape(4, 4).t()
+    dist.all_reduce(x)
+    same(x, torch.arange(16, dtype=torch.float64).reshape(4, 4).t() * size, "non-contiguous")
+    y = torch.zeros(4, 4, dtype=torch.int32).t()
+    if rank == 0:
+        y.copy_(torch.arange(16, dtype=torch.int32).reshape(4, 4))
+    dist.broadcast(y, src=0)
+    same(y, torch.arange(16, dtype=torch.int32).reshape(4, 4), "non-contiguous broadcast")
     t = torch.ones(3)
     dist.all_reduce(t)  # the group still works after the failed checks
     assert t[0].item() == size
