@@ -98,7 +98,9 @@ WorkPtr all_reduce_coalesced(std::vector<DenseTensor*> tensors, ReduceOp op,
       pg->AllReduce(t, *t, {op, o.premul_factor}, false, false);
     }
   });
-  auto work = std::make_shared<Work>(task, g);
+  std::vector<DenseTensor> results;
+  for (DenseTensor* t : tensors) results.push_back(*t);
+  auto work = std::make_shared<Work>(task, g, std::move(results));
   if (!o.async_op) work->wait();
   return work;
 }
@@ -115,6 +117,13 @@ WorkPtr all_gather_coalesced(std::vector<std::vector<DenseTensor>>* outputs,
                      "all_gather_coalesced: one output list per input (%zu), but got %zu.",
                      inputs.size(), outputs->size()));
   outputs->resize(inputs.size());
+  // Into the caller's tensors (an empty list is filled): checked and allocated now, written
+  // once the op has ended (the first wait that sees it done), so async_op holds.
+  std::vector<DenseTensor> results;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    PrepareSplit(inputs[i], g->size(), &(*outputs)[i], "all_gather_coalesced");
+    results.insert(results.end(), (*outputs)[i].begin(), (*outputs)[i].end());
+  }
   // Each input is gathered into one flat tensor inside the group, then split per rank.
   std::vector<DenseTensor> flats(inputs.size());
   ProcessGroup* pg = g->backend_for(DeviceOf(inputs[0]));
@@ -123,12 +132,14 @@ WorkPtr all_gather_coalesced(std::vector<std::vector<DenseTensor>>* outputs,
       pg->AllGather(&flats[i], inputs[i], 0, -1, false, false);
     }
   });
-  task->Wait(g->timeout());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    (*outputs)[i].clear();  // fresh tensors, shaped like the input
-    SplitInto(flats[i], inputs[i], g->size(), &(*outputs)[i], "all_gather_coalesced");
-  }
-  return std::make_shared<Work>(task, g);
+  auto split = [flats, inputs, n = g->size(), outs = *outputs]() mutable {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      SplitInto(flats[i], inputs[i], n, &outs[i], "all_gather_coalesced");
+    }
+  };
+  auto work = std::make_shared<Work>(task, g, std::move(results), std::move(split));
+  if (!o.async_op) work->wait();
+  return work;
 }
 
 WorkPtr reduce_scatter_coalesced(std::vector<DenseTensor>* outputs,
@@ -196,19 +207,24 @@ WorkPtr reduce_scatter_single_coalesced(std::vector<DenseTensor>* outputs,
 GroupPtr split_group(const GroupPtr& parent, const std::vector<std::vector<int>>& split_ranks,
                      const NewGroupOptions& options) {
   GroupPtr p = parent ? parent : world();
-  for (const auto& ranks : split_ranks) {
-    for (int r : ranks) {
-      PADDLE_ENFORCE(get_group_rank(p, r) >= 0,
+  PADDLE_ENFORCE(!split_ranks.empty(),
+                 phi::errors::InvalidArgument("split_group: split_ranks cannot be empty."));
+  std::vector<std::vector<int>> global(split_ranks.size());  // the parent's ranks -> global
+  for (size_t i = 0; i < split_ranks.size(); ++i) {
+    for (int r : split_ranks[i]) {
+      PADDLE_ENFORCE(r >= 0 && r < p->size(),
                      phi::errors::InvalidArgument(
-                         "split_group: rank %d is not in the parent group '%s'.", r,
-                         p->name().c_str()));
+                         "split_group: rank %d is not a rank of the parent group '%s' (its "
+                         "ranks are 0..%d).",
+                         r, p->name().c_str(), p->size() - 1));
+      global[i].push_back(p->ranks()[static_cast<size_t>(r)]);
     }
   }
   NewGroupOptions o = options;
   if (o.backend.empty()) o.backend = p->backend_config();
   if (o.timeout <= std::chrono::milliseconds::zero()) o.timeout = p->timeout();
   o.sort_ranks = false;  // as the seed: the split's first rank is its group rank 0
-  auto [mine, all] = new_subgroups_by_enumeration(split_ranks, o);
+  auto [mine, all] = new_subgroups_by_enumeration(global, o);
   if (mine) return mine;
   // In none of them: a non-member handle (the last split's, seen from outside).
   PADDLE_ENFORCE(!all.empty(), phi::errors::InvalidArgument("split_group: no split given."));
@@ -326,7 +342,14 @@ void load_backend_plugin(const std::string& path) {
 
 void register_backend(const std::string& name, distributed::BackendCreator creator,
                       const std::vector<std::string>& devices) {
-  distributed::BackendRegistry::Instance().Register(name, std::move(creator), devices);
+  // ':' and ',' separate the items of a backend config ("cpu:gloo,cuda:nccl").
+  PADDLE_ENFORCE(!name.empty() && name.find_first_of(":,") == std::string::npos,
+                 phi::errors::InvalidArgument(
+                     "register_backend: a backend name must be a single non-empty identifier "
+                     "(no ':' or ','), got '%s'.",
+                     name.c_str()));
+  distributed::BackendRegistry::Instance().Register(
+      name, std::move(creator), devices.empty() ? std::vector<std::string>{"cpu"} : devices);
 }
 
 }  // namespace dist

@@ -61,7 +61,7 @@ WorkPtr reduce(DenseTensor* tensor, int dst, ReduceOp op, const CollectiveOption
   opts.premul_factor = o.premul_factor;
   opts.root_rank = GroupRankOf(g, dst, "reduce dst");
   return Finish(Backend(g, *tensor)->Reduce(tensor, *tensor, opts, false, false), g,
-                o.async_op);
+                o.async_op, {*tensor});
 }
 
 WorkPtr all_gather_into_tensor(DenseTensor* output, const DenseTensor& input,
@@ -82,11 +82,17 @@ WorkPtr all_gather(std::vector<DenseTensor>* outputs, const DenseTensor& input,
                      "all_gather: the output list needs one tensor per rank of the group "
                      "(%d), but has %zu.",
                      g->size(), outputs->size()));
-  // Gathered into one tensor, then split: one collective whatever the list.
+  // Gathered into one tensor, then split into the outputs once the op has ended (in the
+  // first wait that sees it done: async_op holds, as the seed's staged list form).
+  PrepareSplit(input, g->size(), outputs, "all_gather");
   DenseTensor flat;
-  auto task = Backend(g, input)->AllGather(&flat, input, 0, -1, true, false);
-  SplitInto(flat, input, g->size(), outputs, "all_gather");
-  return std::make_shared<Work>(std::move(task), g);
+  auto task = Backend(g, input)->AllGather(&flat, input, 0, -1, false, false);
+  auto work = std::make_shared<Work>(std::move(task), g, *outputs,
+                                     [flat, input, n = g->size(), outs = *outputs]() mutable {
+                                       SplitInto(flat, input, n, &outs, "all_gather");
+                                     });
+  if (!o.async_op) work->wait();
+  return work;
 }
 
 WorkPtr reduce_scatter_tensor(DenseTensor* output, const DenseTensor& input, ReduceOp op,
@@ -97,7 +103,7 @@ WorkPtr reduce_scatter_tensor(DenseTensor* output, const DenseTensor& input, Red
   opts.reduce_op = op;
   opts.premul_factor = o.premul_factor;
   return Finish(Backend(g, input)->ReduceScatter(output, input, opts, false, false), g,
-                o.async_op);
+                o.async_op, {*output});
 }
 
 WorkPtr all_to_all_single(DenseTensor* output, const DenseTensor& input,
@@ -108,7 +114,7 @@ WorkPtr all_to_all_single(DenseTensor* output, const DenseTensor& input,
   if (!g) return nullptr;
   return Finish(Backend(g, input)->AllToAll(output, input, output_split_sizes,
                                             input_split_sizes, false, false),
-                g, o.async_op);
+                g, o.async_op, {*output});
 }
 
 WorkPtr all_to_all(std::vector<DenseTensor>* outputs, const std::vector<DenseTensor>& inputs,
@@ -116,7 +122,8 @@ WorkPtr all_to_all(std::vector<DenseTensor>* outputs, const std::vector<DenseTen
   GroupPtr g = ResolveGroup(o.group, "all_to_all");
   if (!g) return nullptr;
   PADDLE_ENFORCE(!inputs.empty(), phi::errors::InvalidArgument("all_to_all: no inputs."));
-  return Finish(Backend(g, inputs[0])->AllToAll(outputs, inputs, false, false), g, o.async_op);
+  return Finish(Backend(g, inputs[0])->AllToAll(outputs, inputs, false, false), g, o.async_op,
+                *outputs);
 }
 
 WorkPtr gather(const DenseTensor& tensor, std::vector<DenseTensor>* gather_list, int dst,
@@ -125,8 +132,9 @@ WorkPtr gather(const DenseTensor& tensor, std::vector<DenseTensor>* gather_list,
   if (!g) return nullptr;
   distributed::GatherOptions opts;
   opts.root_rank = GroupRankOf(g, dst, "gather dst");
-  return Finish(Backend(g, tensor)->Gather(gather_list, tensor, opts, false, false), g,
-                o.async_op);
+  auto task = Backend(g, tensor)->Gather(gather_list, tensor, opts, false, false);
+  return Finish(std::move(task), g, o.async_op,
+                gather_list ? *gather_list : std::vector<DenseTensor>{});
 }
 
 WorkPtr scatter(DenseTensor* tensor, const std::vector<DenseTensor>& scatter_list, int src,
@@ -145,7 +153,8 @@ WorkPtr scatter(DenseTensor* tensor, const std::vector<DenseTensor>& scatter_lis
                        phi::DataTypeToString(flat.dtype()),
                        phi::DataTypeToString(tensor->dtype())));
   }
-  return Finish(Backend(g, *tensor)->Scatter(tensor, flat, opts, false, false), g, o.async_op);
+  return Finish(Backend(g, *tensor)->Scatter(tensor, flat, opts, false, false), g, o.async_op,
+                {*tensor});
 }
 
 WorkPtr reduce_scatter(DenseTensor* output, const std::vector<DenseTensor>& inputs, ReduceOp op,
@@ -158,7 +167,8 @@ WorkPtr reduce_scatter(DenseTensor* output, const std::vector<DenseTensor>& inpu
   distributed::ReduceScatterOptions opts;
   opts.reduce_op = op;
   opts.premul_factor = o.premul_factor;
-  return Finish(Backend(g, flat)->ReduceScatter(output, flat, opts, false, false), g, o.async_op);
+  return Finish(Backend(g, flat)->ReduceScatter(output, flat, opts, false, false), g, o.async_op,
+                {*output});
 }
 
 WorkPtr gather_into_tensor(DenseTensor* output, const DenseTensor& input, int dst,
@@ -167,7 +177,8 @@ WorkPtr gather_into_tensor(DenseTensor* output, const DenseTensor& input, int ds
   if (!g) return nullptr;
   distributed::GatherOptions opts;
   opts.root_rank = GroupRankOf(g, dst, "gather_into_tensor dst");
-  return Finish(Backend(g, input)->Gather(output, input, opts, false, false), g, o.async_op);
+  return Finish(Backend(g, input)->Gather(output, input, opts, false, false), g, o.async_op,
+                {*output});
 }
 
 bool supports_complex(ReduceOp op) {
@@ -186,7 +197,11 @@ WorkPtr barrier(const CollectiveOptions& o, const std::vector<int>& device_ids) 
       !device_ids.empty() || g->backend_by_device().count("cpu") == 0;
   distributed::BarrierOptions opts;
   if (!device_ids.empty()) opts.device_id = static_cast<int8_t>(device_ids[0]);
-  return Finish(g->backend_for(on_device ? "cuda" : "cpu")->Barrier(opts), g, o.async_op);
+  auto task = g->backend_for(on_device ? "cuda" : "cpu")->Barrier(opts);
+  // A device barrier blocks the host too, as the seed's NCCL barrier does: Wait alone would
+  // only order the calc stream after it.
+  if (on_device && !o.async_op) task->Synchronize();
+  return Finish(std::move(task), g, o.async_op);
 }
 
 WorkPtr isend(const DenseTensor& tensor, int dst, const P2POptions& o) {

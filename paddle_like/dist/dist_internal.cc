@@ -12,6 +12,10 @@ namespace dist {
 
 GroupPtr ResolveGroup(const GroupPtr& group, const char* op) {
   GroupPtr g = group ? group : world();
+  PADDLE_ENFORCE(!g->destroyed(), phi::errors::PreconditionNotMet(
+                                      "%s on group '%s', which was destroyed "
+                                      "(destroy_process_group); make a new group.",
+                                      op, g->name().c_str()));
   if (g->is_member()) return g;
   static std::atomic<bool> warned{false};
   if (!warned.exchange(true)) {
@@ -51,8 +55,8 @@ phi::DenseTensor FlattenList(const std::vector<phi::DenseTensor>& list, int expe
   return flat;
 }
 
-void SplitInto(const phi::DenseTensor& flat, const phi::DenseTensor& like, int parts,
-               std::vector<phi::DenseTensor>* list, const char* op) {
+void PrepareSplit(const phi::DenseTensor& like, int parts, std::vector<phi::DenseTensor>* list,
+                  const char* op) {
   if (list->empty()) list->resize(static_cast<size_t>(parts));
   const int64_t n = like.numel();
   for (int r = 0; r < parts; ++r) {
@@ -63,6 +67,15 @@ void SplitInto(const phi::DenseTensor& flat, const phi::DenseTensor& like, int p
                        "%s: output %d must be a contiguous %s tensor of %lld elements like the "
                        "input.",
                        op, r, phi::DataTypeToString(like.dtype()), static_cast<long long>(n)));
+  }
+}
+
+void SplitInto(const phi::DenseTensor& flat, const phi::DenseTensor& like, int parts,
+               std::vector<phi::DenseTensor>* list, const char* op) {
+  PrepareSplit(like, parts, list, op);
+  const int64_t n = like.numel();
+  for (int r = 0; r < parts; ++r) {
+    phi::DenseTensor& out = (*list)[static_cast<size_t>(r)];
     phi::memory::Copy(out.place(), out.data(), flat.place(), flat.FlatView(r * n, n).data(),
                       static_cast<size_t>(n) * out.element_size(), nullptr);
   }

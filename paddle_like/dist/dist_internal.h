@@ -33,6 +33,9 @@ phi::DenseTensor FlattenList(const std::vector<phi::DenseTensor>& list, int expe
 // like's size and dtype (InvalidArgument naming `op` otherwise).
 void SplitInto(const phi::DenseTensor& flat, const phi::DenseTensor& like, int parts,
                std::vector<phi::DenseTensor>* list, const char* op);
+// SplitInto's checks and allocation alone, before the op (the copy comes after it ends).
+void PrepareSplit(const phi::DenseTensor& like, int parts, std::vector<phi::DenseTensor>* list,
+                  const char* op);
 
 }  // namespace dist
 }  // namespace paddle_like

@@ -7,8 +7,9 @@
 //   work->wait();                                            // the group's timeout
 //
 // Conventions (as torch.distributed):
-//  - `src`/`dst`/`group_dst` arguments are GLOBAL ranks (of the world group); a rank outside
-//    the group is an InvalidArgumentError.
+//  - `src`/`dst`/`peer` arguments are GLOBAL ranks (of the world group); a rank outside
+//    the group is an InvalidArgumentError. split_group and shrink_group take PARENT-group
+//    ranks, as the seed does.
 //  - Every rank calls new_group() for every group, in the same order (also the ranks that
 //    are not in it): group ids are agreed by that order and never collide. A rank outside
 //    the group gets a Group whose is_member() is false; a collective on it does nothing and
@@ -64,14 +65,20 @@ class Future {
   std::shared_future<void> done_;
 };
 
-// The handle of an issued op. wait() blocks (at most `timeout`, by default the group's) and
-// rethrows the op's error.
+// The handle of an issued op.
+//  - wait() waits up to the group's timeout and returns true, or raises: the op's error, or a
+//    TimeoutError naming group, op and sequence number when the timeout runs out.
+//  - wait(timeout) returns false when the op has not ended within `timeout` and leaves it
+//    running (wait again, or abort()); true once it has; the op's error is raised, never
+//    returned as false. (The seed returns its backend's bool; torch raises on error too.)
 class Work : public std::enable_shared_from_this<Work> {
  public:
   // `results`: the op's output tensors (they share storage with the caller's).
   // `group`: the group the op runs on (its timeout is wait()'s default).
+  // `on_done`: runs once, in the first wait() that sees the op succeed (the copy-out of ops
+  // that stage their outputs, as the seed's list all_gather does).
   Work(distributed::ProcessGroup::TaskPtr task, std::shared_ptr<Group> group,
-       std::vector<DenseTensor> results = {});
+       std::vector<DenseTensor> results = {}, std::function<void()> on_done = nullptr);
   bool wait(std::chrono::milliseconds timeout = kUnsetTimeout);
   bool is_completed();
   // Completed without an error (false while running).
@@ -92,6 +99,8 @@ class Work : public std::enable_shared_from_this<Work> {
   std::vector<DenseTensor> results_;
   std::shared_ptr<Group> group_;
   std::exception_ptr error_;
+  std::function<void()> on_done_;
+  std::once_flag done_once_;
 };
 using WorkPtr = std::shared_ptr<Work>;
 
@@ -121,6 +130,10 @@ class Group {
   int NextMonitoredBarrier() { return ++monitored_barriers_; }
   // Destroys this group's backends (shrink_group's abort); later calls make new ones.
   void drop_backends();
+  // destroy_process_group: releases the backends now and makes every later use of this
+  // handle a PreconditionNotMet naming the group.
+  void destroy();
+  bool destroyed() const { return destroyed_.load(); }
   // Aborts the communicators of the backends made so far (Work::abort).
   void abort_backends(const std::string& why);
   // The process group serving `device` ("cpu", "cuda"), created on first use. Raises
@@ -142,6 +155,7 @@ class Group {
   std::atomic<std::chrono::milliseconds> timeout_;
   int device_id_ = -1;  // device backends run on it (-1: chosen from the rank)
   std::atomic<int> monitored_barriers_{0};
+  std::atomic<bool> destroyed_{false};
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<distributed::ProcessGroup>> backends_;
 };
@@ -154,17 +168,23 @@ struct InitOptions {
   std::shared_ptr<Store> store;         // instead of init_method
   int world_size = -1;
   int rank = -1;
-  std::chrono::milliseconds timeout = kUnsetTimeout;  // FLAGS_default_group_timeout_s
+  // The group's timeout (FLAGS_default_group_timeout_s when unset); it also bounds the
+  // rendezvous (init_method's store connecting and every rank registering).
+  std::chrono::milliseconds timeout = kUnsetTimeout;
   std::string group_name;               // default "default_pg"
   int device_id = -1;  // the device of device backends (NCCL); -1: chosen from the rank
 };
 void init_process_group(const InitOptions& options = {});
 bool is_initialized();
-// One group (not the world: that is destroy_process_group()), or everything.
+// One group (not the world: that is destroy_process_group()), or everything. The groups'
+// communicators, threads and sockets are released now, even while other handles to them
+// live; a later call on such a handle is a PreconditionNotMet naming the group.
 void destroy_process_group(const GroupPtr& group = nullptr);
 GroupPtr world();  // PreconditionNotMet before init
-int get_rank(const GroupPtr& group = nullptr);        // -1 when not a member
-int get_world_size(const GroupPtr& group = nullptr);  // -1 when not a member
+// A group this rank is not in: InvalidArgument (the seed's "Invalid process group": its
+// non-member handle is GroupMember.NON_GROUP_MEMBER, which no call accepts).
+int get_rank(const GroupPtr& group = nullptr);
+int get_world_size(const GroupPtr& group = nullptr);
 std::string get_backend(const GroupPtr& group = nullptr);
 // The device -> backend map of a group, as "cpu:gloo,cuda:nccl".
 std::string get_backend_config(const GroupPtr& group = nullptr);
@@ -196,10 +216,12 @@ struct ShrinkOptions {
   bool abort = false;
   std::chrono::milliseconds timeout = kUnsetTimeout;  // the parent's
 };
-// A group of the parent's ranks minus `ranks_to_exclude` (global ranks). Only the ranks
-// that stay call it, in the same order; it never contacts an excluded rank (survivors meet
-// through the store), so it works when they are dead. The caller being excluded, a rank
-// not in the group, or excluding every rank: InvalidArgument. Shrinking the world replaces
+// A group of the parent's ranks minus `ranks_to_exclude` (PARENT-group ranks, as the seed).
+// Only the ranks that stay call it, in the same order; it never contacts an excluded rank
+// (survivors meet through the store), so it works when they are dead. An empty list, the
+// caller being excluded, a rank outside [0, parent size), or excluding every rank:
+// InvalidArgument. With `abort` the parent's communicators are aborted first, so an op
+// stuck on a dead rank ends at once. Shrinking the world replaces
 // it, and its ranks are renumbered 0..n-1 in their old order (get_rank() changes; groups
 // made before keep the old numbering and should be made again).
 GroupPtr shrink_group(const std::vector<int>& ranks_to_exclude, const GroupPtr& group = nullptr,
@@ -323,18 +345,20 @@ WorkPtr reduce_scatter_single_coalesced(std::vector<DenseTensor>* outputs,
                                         ReduceOp op = ReduceOp::SUM,
                                         const CollectiveOptions& o = {});
 
-// Splits `parent` (null: the world) into disjoint groups of the given global ranks, all of
-// which must be in it, each in the order given; returns this rank's group (a non-member Group when it is in none).
+// Splits `parent` (null: the world) into disjoint groups of PARENT-group ranks (as the seed:
+// 0 <= rank < parent size), each in the order given; returns this rank's group (a non-member Group when it is in none).
 // Every rank of the world calls it with the same split_ranks, as with new_group (a rank
 // outside the parent gets a non-member handle): group ids stay agreed.
 GroupPtr split_group(const GroupPtr& parent, const std::vector<std::vector<int>>& split_ranks,
                      const NewGroupOptions& options = {});
 
 // ------------------------------------------------------------------ backends
-// Process-wide: adds a backend (name case-insensitive) serving `devices`, creatable by name
-// in init_process_group / new_group. See distributed/backend_registry.h.
+// Process-wide: adds a backend (name case-insensitive) serving `devices` (empty: {"cpu"},
+// as the seed), creatable by name in init_process_group / new_group. A name with ':' or ','
+// (they separate a backend config's items) is InvalidArgument. See
+// distributed/backend_registry.h.
 void register_backend(const std::string& name, distributed::BackendCreator creator,
-                      const std::vector<std::string>& devices);
+                      const std::vector<std::string>& devices = {});
 // Loads a backend plugin: a shared library exporting
 //   extern "C" void paddle_like_backend_plugin_init();
 // which calls register_backend(). The program must export its symbols to the plugin (CMake

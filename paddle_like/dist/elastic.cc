@@ -223,7 +223,11 @@ ShrinkResult agree_and_shrink(const GroupPtr& group, const ElasticOptions& optio
       result.lost.push_back(r);
     }
   }
-  if (!result.lost.empty()) result.group = shrink_group(result.lost, group);
+  if (!result.lost.empty()) {
+    std::vector<int> lost_in_group;  // shrink_group takes the group's own ranks
+    for (int r : result.lost) lost_in_group.push_back(get_group_rank(group, r));
+    result.group = shrink_group(lost_in_group, group);
+  }
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   LOG(INFO) << "elastic: group '" << group->name() << "' lost ranks " << List(result.lost)
             << "; " << survivors.size() << " remain (agreed in " << result.seconds << " s)";

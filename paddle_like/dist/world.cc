@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <glog/logging.h>
 
@@ -26,11 +27,12 @@ using distributed::BackendRegistry;
 
 // ------------------------------------------------------------------ Work
 Work::Work(distributed::ProcessGroup::TaskPtr task, std::shared_ptr<Group> group,
-           std::vector<DenseTensor> results)
+           std::vector<DenseTensor> results, std::function<void()> on_done)
     : task_(std::move(task)),
       timeout_(group->timeout()),
       results_(std::move(results)),
-      group_(std::move(group)) {}
+      group_(std::move(group)),
+      on_done_(std::move(on_done)) {}
 
 void Work::abort() {
   const std::string why = "Work::abort() by the program";
@@ -41,12 +43,25 @@ void Work::abort() {
 }
 
 bool Work::wait(std::chrono::milliseconds timeout) {
+  if (timeout >= std::chrono::milliseconds::zero()) {
+    // A bound of the caller's: poll, so that running out leaves the op as it is (the
+    // task's own Wait treats its timeout as the op's failure).
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    auto pause = std::chrono::microseconds(50);
+    while (!task_->IsCompleted()) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(1000));
+    }
+  }
   try {
-    return task_->Wait(timeout > std::chrono::milliseconds::zero() ? timeout : timeout_);
+    task_->Wait(timeout_);  // complete (or the group's timeout): raises the op's error
   } catch (...) {
     error_ = std::current_exception();
     throw;
   }
+  if (on_done_) std::call_once(done_once_, on_done_);
+  return true;
 }
 
 bool Work::is_completed() { return task_->IsCompleted(); }
@@ -169,6 +184,10 @@ Group::Group(std::string name, int gid, std::vector<int> ranks, int rank, std::s
       timeout_(timeout) {}
 
 distributed::ProcessGroup* Group::backend_for(const std::string& device) {
+  PADDLE_ENFORCE(!destroyed(), phi::errors::PreconditionNotMet(
+                                   "Group '%s' was destroyed (destroy_process_group); make a "
+                                   "new group.",
+                                   name_.c_str()));
   PADDLE_ENFORCE(is_member(), phi::errors::PreconditionNotMet(
                                   "This rank is not a member of group '%s'.", name_.c_str()));
   auto it = backend_by_device_.find(device);
@@ -198,6 +217,11 @@ void Group::drop_backends() {
     doomed.swap(backends_);
   }
   // Destroyed outside the lock: each drains its streams within its timeout.
+}
+
+void Group::destroy() {
+  destroyed_.store(true);
+  drop_backends();
 }
 
 void Group::abort_backends(const std::string& why) {
@@ -241,7 +265,10 @@ class World {
     }
 #endif
     if (!store) {
-      auto rv = phi::distributed::Rendezvous(o.init_method, o.rank, o.world_size);
+      auto rv = phi::distributed::Rendezvous(
+          o.init_method, o.rank, o.world_size,
+          o.timeout > std::chrono::milliseconds::zero() ? o.timeout
+                                                        : phi::distributed::Store::kDefaultTimeout);
       store = rv.store;
       rank = rv.rank;
       size = rv.world_size;
@@ -342,12 +369,18 @@ class World {
                   const ShrinkOptions& o) {
     GroupPtr w = world();
     GroupPtr parent = group ? group : w;
-    std::set<int> out;
+    PADDLE_ENFORCE(!excluded.empty(), phi::errors::InvalidArgument(
+                                          "shrink_group: ranks_to_exclude cannot be empty."));
+    std::set<int> out;  // global ranks
     for (int r : excluded) {
-      PADDLE_ENFORCE(get_group_rank(parent, r) >= 0,
+      PADDLE_ENFORCE(r >= 0 && r < parent->size(),
                      phi::errors::InvalidArgument(
-                         "shrink_group: rank %d is not in group '%s'.", r, parent->name().c_str()));
-      out.insert(r);
+                         "shrink_group: rank to exclude %d is not a rank of group '%s' (its "
+                         "ranks are 0..%d).",
+                         r, parent->name().c_str(), parent->size() - 1));
+      PADDLE_ENFORCE(out.insert(parent->ranks()[r]).second,
+                     phi::errors::InvalidArgument(
+                         "shrink_group: rank %d is listed twice in ranks_to_exclude.", r));
     }
     PADDLE_ENFORCE(static_cast<int>(out.size()) < parent->size(),
                    phi::errors::InvalidArgument("shrink_group: it would exclude every rank of "
@@ -361,7 +394,12 @@ class World {
     PADDLE_ENFORCE(parent->is_member(), phi::errors::InvalidArgument(
                                             "shrink_group: this rank is not in group '%s'.",
                                             parent->name().c_str()));
-    if (o.abort) parent->drop_backends();
+    if (o.abort) {
+      // Abort first: an op blocked on the dead rank ends now, not at its timeout, and the
+      // backends' destruction does not wait for it.
+      parent->abort_backends("shrink_group with abort");
+      parent->drop_backends();
+    }
     std::vector<int> stay;
     for (int r : parent->ranks()) {
       if (out.count(r) == 0) stay.push_back(r);
@@ -393,13 +431,21 @@ class World {
   }
 
   void Destroy(const GroupPtr& group) {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (group == nullptr || group == world_) {
-      groups_.clear();
-      world_.reset();
-      return;
+    std::vector<GroupPtr> doomed;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (group == nullptr || group == world_) {
+        for (auto& kv : groups_) doomed.push_back(kv.second);
+        if (world_) doomed.push_back(world_);
+        groups_.clear();
+        world_.reset();
+      } else {
+        groups_.erase(group->gid());
+        doomed.push_back(group);
+      }
     }
-    groups_.erase(group->gid());
+    // Outside the lock: each backend drains its streams (within its timeout) as it goes.
+    for (auto& g : doomed) g->destroy();
   }
 
  private:
@@ -441,10 +487,22 @@ int InitRank() { return World::Get().init_rank(); }
 
 static GroupPtr Or(const GroupPtr& g) { return g ? g : world(); }
 
-int get_rank(const GroupPtr& group) { return Or(group)->rank(); }
+static const GroupPtr& Member(const GroupPtr& g, const char* what) {
+  PADDLE_ENFORCE(g->is_member(), phi::errors::InvalidArgument(
+                                     "%s: invalid process group: this rank is not in group "
+                                     "'%s' (ranks %s).",
+                                     what, g->name().c_str(), [&] {
+                                       std::string s;
+                                       for (int r : g->ranks())
+                                         s += (s.empty() ? "" : ",") + std::to_string(r);
+                                       return s;
+                                     }().c_str()));
+  return g;
+}
+
+int get_rank(const GroupPtr& group) { return Member(Or(group), "get_rank")->rank(); }
 int get_world_size(const GroupPtr& group) {
-  GroupPtr g = Or(group);
-  return g->is_member() ? g->size() : -1;
+  return Member(Or(group), "get_world_size")->size();
 }
 std::string get_backend(const GroupPtr& group) { return Or(group)->backend_config(); }
 

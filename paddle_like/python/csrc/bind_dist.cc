@@ -51,7 +51,8 @@ void BindGroupAndWork(py::module_& m) {
                              [](const dist::Group& g) { return g.timeout().count(); });
 
   py::class_<dist::Work, WorkPtr>(m, "Work")
-      // True when done; raises the op's error; a timeout raises DistTimeoutError.
+      // timeout_ms < 0: the group's timeout (DistTimeoutError when it runs out); else
+      // False when the op has not ended by then. Raises the op's error.
       .def("wait", [](dist::Work& w, int64_t ms) { return NoGil([&] { return w.wait(Ms(ms)); }); },
            py::arg("timeout_ms") = -1)
       .def("is_completed", &dist::Work::is_completed)

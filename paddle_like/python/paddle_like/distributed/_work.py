@@ -49,16 +49,15 @@ class Work:
         return None
 
     def wait(self, timeout=None) -> bool:
-        if timeout is not None:
+        if timeout is None:
+            for w in self._works:
+                w.wait(-1)
+        else:
             deadline = time.monotonic() + max(0.0, _timeout_seconds(timeout))
-            pause = 5e-5
-            while not self.is_completed():
-                if time.monotonic() >= deadline:
+            for w in self._works:
+                left_ms = max(0, int((deadline - time.monotonic()) * 1000))
+                if not w.wait(left_ms):
                     return False
-                time.sleep(pause)
-                pause = min(pause * 2, 1e-3)
-        for w in self._works:
-            w.wait(-1)
         self._run_done()
         return True
 

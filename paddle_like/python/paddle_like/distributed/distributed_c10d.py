@@ -395,7 +395,7 @@ def split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None,
     parent = _resolve_group(parent_pg)
     parent_size = parent.size()
     used = set()
-    global_groups = []
+    parent_groups = []
     for ranks in split_ranks:
         if not isinstance(ranks, (list, tuple)) or not ranks:
             raise ValueError("each split group must be a non-empty sequence")
@@ -407,7 +407,7 @@ def split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None,
         if used.intersection(values):
             raise ValueError("split groups cannot overlap")
         used.update(values)
-        global_groups.append([parent.ranks[rank] for rank in values])
+        parent_groups.append(values)  # the runtime takes parent ranks, as the seed
     if timeout is None:
         timeout = _dt.timedelta(seconds=parent._timeout_s)
     if not isinstance(timeout, _dt.timedelta):
@@ -416,7 +416,7 @@ def split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None,
         raise ValueError("timeout must be non-negative")
     selected, config = _select_backend(
         parent._backend_config if backend is None else str(backend).lower())
-    handle = _C.split_group(parent._group(), global_groups, _ms(timeout.total_seconds()),
+    handle = _C.split_group(parent._group(), parent_groups, _ms(timeout.total_seconds()),
                             repr(config))
     if handle is None or not handle.is_member:
         return GroupMember.NON_GROUP_MEMBER
@@ -453,7 +453,7 @@ def shrink_group(ranks_to_exclude, group=None, shrink_flags=SHRINK_DEFAULT, pg_o
         raise ValueError("cannot exclude every rank in a process group")
     if parent.rank() in excluded:
         raise RuntimeError("the current rank is excluded and must not call shrink_group")
-    handle = _C.shrink_group([parent.ranks[r] for r in excluded], parent._group(),
+    handle = _C.shrink_group(excluded, parent._group(),
                              shrink_flags == SHRINK_ABORT, _ms(parent._timeout_s))
     child = ProcessGroup(handle, handle.name, parent.backend, parent._backend_config)
     child._timeout_s = parent._timeout_s
