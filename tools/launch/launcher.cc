@@ -266,16 +266,31 @@ int RunJob(const LaunchOptions& o) {
   std::unique_ptr<phi::distributed::TCPStoreServer> server;
   int port = o.master_port;
   if (o.no_store && port == 0) {
-    // --no_store: a free port for rank 0's own store (bound and released here; rank 0
-    // binds it again moments later).
-    phi::distributed::TCPStoreServer probe;
-    try {
-      probe.Start(o.master_addr, 0);
-    } catch (const std::exception& e) {
-      Say(std::string("cannot find a free port: ") + e.what());
-      return 1;
+    // --no_store: a free port for rank 0's own store, bound and released here (rank 0 binds
+    // it again moments later). Taken below the kernel's usual ephemeral range (32768+), so
+    // that no outgoing connection is handed it meanwhile; the kernel's choice if none is free.
+    uint64_t pick = 0;
+    for (uint8_t b : phi::distributed::RandomBytes(8)) pick = (pick << 8) | b;
+    for (int attempt = 0; attempt < 64 && port == 0; ++attempt) {
+      pick = pick * 6364136223846793005ULL + 1442695040888963407ULL;
+      const int candidate = 20000 + static_cast<int>((pick >> 33) % 12000);
+      try {
+        phi::distributed::TCPStoreServer probe;
+        probe.Start(o.master_addr, static_cast<uint16_t>(candidate));
+        port = probe.port();
+      } catch (const std::exception&) {
+      }
     }
-    port = probe.port();
+    if (port == 0) {
+      phi::distributed::TCPStoreServer probe;
+      try {
+        probe.Start(o.master_addr, 0);
+      } catch (const std::exception& e) {
+        Say(std::string("cannot find a free port: ") + e.what());
+        return 1;
+      }
+      port = probe.port();
+    }
   } else if (o.node_rank == 0 && !o.no_store) {
     server = std::make_unique<phi::distributed::TCPStoreServer>();
     try {
