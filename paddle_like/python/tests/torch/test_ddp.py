@@ -1,6 +1,7 @@
 """DistributedDataParallel on the paddle_like backend: 20 steps in float64 end with the
 parameters of DDP on torch's gloo and of one process on the whole batches (1e-10); also
-find_unused_parameters, no_sync and the fp16 compression hook (worker.py ddp / hooks)."""
+find_unused_parameters, no_sync, the fp16 compression hook and PowerSGD (whose future
+callbacks issue and wait for more all-reduces) (worker.py ddp / hooks)."""
 import pytest
 
 

@@ -6,7 +6,7 @@ usage: worker.py MODE [args]; MODE is one of
   p2p      send/recv (tags, any source), isend/irecv, batch_isend_irecv, monitored_barrier
   ddp      DistributedDataParallel (float64) for 20 steps on paddle_like and on gloo, and
            one process on the whole batches: the same parameters within 1e-10
-  hooks    DDP with find_unused_parameters, no_sync and the fp16 compression hook
+  hooks    DDP with find_unused_parameters, no_sync, the fp16 compression hook, PowerSGD
   kill     rank 1 SIGKILLs itself; the others must raise RuntimeError, not hang
   errors   what the engine cannot do raises RuntimeError naming the op; strided tensors work
 Each rank asserts its own results; an assertion exits non-zero, which fails the job.
@@ -451,7 +451,27 @@ def run_hooks():
     # fp16 sums in another order round differently: a few fp16 ulps of the gradients
     assert d_gloo <= 1e-4, f"fp16 hook vs gloo: max |dw| = {d_gloo}"
     assert d_alone <= 1e-2, f"fp16 hook vs one process: max |dw| = {d_alone}"
-    print(f"rank {rank}: hooks ok (fp16 vs gloo {d_gloo:.1e}, vs one process {d_alone:.1e})")
+    # PowerSGD: its future callbacks issue all-reduces and wait for them (nested futures)
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as psgd
+    runs = []
+    for group in (dist.group.WORLD, gloo):
+        net = torch.nn.parallel.DistributedDataParallel(model(dtype=torch.float32),
+                                                        process_group=group)
+        state = psgd.PowerSGDState(process_group=group, matrix_approximation_rank=1,
+                                   start_powerSGD_iter=2, random_seed=7)
+        net.register_comm_hook(state, psgd.powerSGD_hook)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        for x, y in batches(8, 12 * size, torch.float32):
+            shard = x.shape[0] // size
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(net(x[rank * shard:(rank + 1) * shard]),
+                                              y[rank * shard:(rank + 1) * shard]).backward()
+            opt.step()
+        runs.append(net.module)
+    d_psgd = max_diff(runs[0], runs[1])
+    assert d_psgd <= 1e-4, f"PowerSGD hook vs gloo: max |dw| = {d_psgd}"
+    print(f"rank {rank}: hooks ok (fp16 vs gloo {d_gloo:.1e}, vs one process {d_alone:.1e}; "
+          f"PowerSGD vs gloo {d_psgd:.1e})")
     dist.destroy_process_group()
 
 
