@@ -7,7 +7,8 @@ on torch's gloo, under `launch --no_store` (env://, rank 0 hosts torch's store).
   ... ddp [--steps 60] [--batch 128]
 
 allreduce: float32 all_reduce (SUM) one op at a time; per size, the median and p90 of the
-per-op times (each rank's, then the largest over the ranks). ddp: the Fashion-MNIST MLP
+per-op times (each rank's, then the largest over the ranks) and the process CPU time per op
+(every thread, averaged over the ranks). ddp: the Fashion-MNIST MLP
 784-256-128-10 under DistributedDataParallel with Adam, global batch --batch split over the
 ranks, synthetic inputs; samples/s over --steps steps after warm-up (rank 0's clock, the
 slowest rank sets it). Rank 0 prints one JSON line per result.
@@ -57,16 +58,21 @@ def bench_allreduce(args, rank, size):
         iters = int(max(args.min_iters, min(args.max_iters, args.budget_s / max(one.item(), 1e-6))))
         samples = []
         dist.barrier()
+        c0 = time.process_time()
         for _ in range(iters):
             t0 = time.perf_counter()
             dist.all_reduce(t)
             samples.append((time.perf_counter() - t0) * 1e6)
+        cpu_us = (time.process_time() - c0) / iters * 1e6
         stats = torch.tensor([statistics.median(samples), percentile(samples, 90)],
                              dtype=torch.float64)
         dist.all_reduce(stats, op=dist.ReduceOp.MAX)
+        cpu = torch.tensor([cpu_us / size], dtype=torch.float64)
+        dist.all_reduce(cpu)
         out.append({"bench": "allreduce", "backend": args.backend, "nproc": size,
                     "size_bytes": n * 4, "median_us": round(stats[0].item(), 2),
-                    "p90_us": round(stats[1].item(), 2), "iters": iters})
+                    "p90_us": round(stats[1].item(), 2), "cpu_us": round(cpu.item(), 2),
+                    "iters": iters})
     return out
 
 

@@ -71,8 +71,8 @@ nprocs = sorted({r["nproc"] for r in rows})
 print("all_reduce (float32, SUM), per-op time in us: median / p90 over the ranks' worst, "
       "median of reps\n")
 print("| ranks | size | paddle_like median | gloo median | ours/gloo | paddle_like p90 | "
-      "gloo p90 | ours/gloo p90 |")
-print("|---|---|---|---|---|---|---|---|")
+      "gloo p90 | ours/gloo p90 | ours/gloo CPU per op |")
+print("|---|---|---|---|---|---|---|---|---|")
 for n in nprocs:
     sizes = sorted({r["size_bytes"] for r in rows if r["bench"] == "allreduce" and r["nproc"] == n})
     for s in sizes:
@@ -80,8 +80,9 @@ for n in nprocs:
                                 r["nproc"] == n and r["size_bytes"] == s and r["backend"] == b])
         om, gm, op, gp = get("paddle_like", "median_us"), get("gloo", "median_us"), \
             get("paddle_like", "p90_us"), get("gloo", "p90_us")
+        oc, gc = get("paddle_like", "cpu_us"), get("gloo", "cpu_us")
         print(f"| {n} | {fmt_size(s)} | {om:.1f} | {gm:.1f} | {om / gm:.2f}x | {op:.1f} | "
-              f"{gp:.1f} | {op / gp:.2f}x |")
+              f"{gp:.1f} | {op / gp:.2f}x | {oc / gc:.2f}x |")
 print("\nDDP step, Fashion-MNIST MLP 784-256-128-10, Adam, global batch 128 (samples/s, "
       "median of reps)\n")
 print("| ranks | paddle_like samples/s | gloo samples/s | ours/gloo | paddle_like CPU ms/step | "
