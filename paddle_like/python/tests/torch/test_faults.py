@@ -1,5 +1,6 @@
 """A rank killed by SIGKILL makes the others raise torch's RuntimeError within seconds
 instead of hanging (worker.py kill, under launch --elastic so that the survivors go on)."""
+import os
 import time
 
 import pytest
@@ -22,3 +23,28 @@ def test_registers_and_imports(backend):
     assert "PADDLE_LIKE" in dist.Backend._plugins
     assert dist.Backend("paddle_like") == "paddle_like"
     assert "gloo" in tb.engine_backends()
+
+
+def test_without_torch_the_package_imports_and_the_backend_says_why():
+    """An interpreter without torch: `import paddle_like` works, `paddle_like.torch_backend`
+    raises ImportError naming torch (skips where every python3 on PATH has torch)."""
+    import shutil
+    import subprocess
+    import sys
+    for exe in dict.fromkeys(filter(None, [shutil.which("python3"), "/usr/local/bin/python3",
+                                           shutil.which("python")])):
+        if os.path.realpath(exe) == os.path.realpath(sys.executable):
+            continue
+        probe = subprocess.run([exe, "-c", "import torch"], capture_output=True)
+        if probe.returncode != 0:
+            break
+    else:
+        pytest.skip("no python3 without torch on this machine")
+    code = ("import paddle_like\n"
+            "try:\n    import paddle_like.torch_backend\nexcept ImportError as e:\n"
+            "    print('ImportError:', e)\nelse:\n    print('imported')\n")
+    env = dict(os.environ)
+    proc = subprocess.run([exe, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "ImportError:" in proc.stdout and "torch" in proc.stdout, proc.stdout
