@@ -118,6 +118,46 @@ TEST(Autograd, CallbacksRunAfterTheLastNodeAndGradientsAccumulate) {
   EXPECT_THROW(autograd::QueueCallback([] {}), phi::EnforceNotMet);
 }
 
+// Once a parameter has a gradient, matmul and linear add theirs into it in place
+// (GradNode::ApplyInto): the same storage, the sum of both passes, each hook once per pass; a
+// leaf that is both matmul operands, or whose gradient is also reached through another node,
+// still gets every contribution.
+TEST(Autograd, GradientsAccumulateInPlaceIntoExistingGradients) {
+  auto net = MakeMlp(5);
+  Tensor x = Data(6, 8, 11);
+  auto params = net->parameters();
+  F::mean(net->forward(x)).backward();
+  std::vector<std::vector<double>> once;
+  std::vector<const void*> storage;
+  for (auto& p : params) {
+    once.push_back(AsDoubles(p.grad()));
+    storage.push_back(p.grad().data());
+  }
+  std::vector<int> fired(params.size(), 0);
+  for (size_t i = 0; i < params.size(); ++i) {
+    params[i].register_post_accumulate_grad_hook([&fired, i](Tensor&) { ++fired[i]; });
+  }
+  F::mean(net->forward(x)).backward();
+  for (size_t i = 0; i < params.size(); ++i) {
+    SCOPED_TRACE(params[i].name());
+    EXPECT_EQ(params[i].grad().data(), storage[i]) << "accumulated where it was";
+    EXPECT_EQ(fired[i], 1);
+    auto twice = AsDoubles(params[i].grad());
+    for (size_t k = 0; k < twice.size(); ++k) EXPECT_NEAR(twice[k], 2 * once[i][k], 1e-14);
+  }
+  // w @ w and w + (w @ w): every path's gradient arrives.
+  Tensor w = Data(3, 3, 12);
+  w.set_requires_grad(true);
+  F::sum(F::add(w, F::matmul(w, w))).backward();  // gives w a gradient
+  auto first = AsDoubles(w.grad());
+  int hooks = 0;
+  w.register_post_accumulate_grad_hook([&](Tensor&) { ++hooks; });
+  F::sum(F::add(w, F::matmul(w, w))).backward();  // the matmul now adds in place
+  auto second = AsDoubles(w.grad());
+  for (size_t k = 0; k < first.size(); ++k) EXPECT_NEAR(second[k], 2 * first[k], 1e-14);
+  EXPECT_EQ(hooks, 1);
+}
+
 TEST(Autograd, SecondBackwardNeedsRetainGraphAndNoGradRecordsNothing) {
   Tensor w = Data(2, 2, 4);
   w.set_requires_grad(true);

@@ -127,6 +127,62 @@ TEST(MathKernelsGrads, MatmulGradMatchesFiniteDifferencesInFloat64) {
   }
 }
 
+// MatmulGradAddKernel adds what MatmulGradKernel returns into the tensors it is given (the
+// autograd engine hands it a parameter's gradient buffer): start + gradient, every transpose
+// and dtype, either output alone.
+TEST(MathKernelsGrads, MatmulGradAddAddsTheGradientsInPlace) {
+  const int64_t m = 3, k = 5, n = 4;
+  for (DataType dt : kAllFloat) {
+    for (bool tx : {false, true}) {
+      for (bool ty : {false, true}) {
+        SCOPED_TRACE(std::string(DataTypeToString(dt)) + " tx=" + std::to_string(tx) +
+                     " ty=" + std::to_string(ty));
+        DDim xd = tx ? DDim({k, m}) : DDim({m, k}), yd = ty ? DDim({n, k}) : DDim({k, n});
+        DenseTensor x = Make(Random(m * k, 1), xd, dt);
+        DenseTensor y = Make(Random(k * n, 2), yd, dt);
+        DenseTensor dout = Make(Random(m * n, 3), DDim({m, n}), dt);
+        DenseTensor dx, dy;
+        phi::MatmulGradKernel(x, y, dout, tx, ty, &dx, &dy);
+        auto start_x = Random(m * k, 7), start_y = Random(k * n, 8);
+        DenseTensor gx = Make(start_x, xd, dt), gy = Make(start_y, yd, dt);
+        const void* gx_data = gx.data();
+        phi::MatmulGradAddKernel(x, y, dout, tx, ty, &gx, &gy);
+        EXPECT_EQ(gx.data(), gx_data) << "in place";
+        // The starting values as the dtype holds them, plus the gradients.
+        std::vector<double> want_x = Values(Make(start_x, xd, dt)), gdx = Values(dx);
+        std::vector<double> want_y = Values(Make(start_y, yd, dt)), gdy = Values(dy);
+        for (size_t i = 0; i < want_x.size(); ++i) want_x[i] += gdx[i];
+        for (size_t i = 0; i < want_y.size(); ++i) want_y[i] += gdy[i];
+        ExpectClose(Values(gx), want_x, TolFor(dt), "dx");
+        ExpectClose(Values(gy), want_y, TolFor(dt), "dy");
+        DenseTensor only_y = Make(start_y, yd, dt);
+        phi::MatmulGradAddKernel(x, y, dout, tx, ty, nullptr, &only_y);
+        EXPECT_EQ(Values(only_y), Values(gy));
+      }
+    }
+  }
+}
+
+TEST(MathKernelsGrads, MatmulGradAddRejectsAliasesAndWrongShapes) {
+  DenseTensor x = Make(Random(6, 1), DDim({2, 3}), kF32);
+  DenseTensor y = Make(Random(12, 2), DDim({3, 4}), kF32);
+  DenseTensor dout = Make(Random(8, 3), DDim({2, 4}), kF32);
+  DenseTensor gy = Make(Random(12, 4), DDim({3, 4}), kF32);
+  EXPECT_INVALID(phi::MatmulGradAddKernel(x, y, dout, false, false, nullptr, &y),
+                 "matmul_grad_add", "dy shares storage");
+  DenseTensor wrong = Make(Random(12, 5), DDim({4, 3}), kF32);
+  EXPECT_INVALID(phi::MatmulGradAddKernel(x, y, dout, false, false, nullptr, &wrong),
+                 "dy must be float32 [3, 4]");
+  DenseTensor f64 = Make(Random(12, 6), DDim({3, 4}), kF64);
+  EXPECT_INVALID(phi::MatmulGradAddKernel(x, y, dout, false, false, nullptr, &f64), "float32");
+  DenseTensor view = gy;  // same storage
+  DenseTensor gx = Make(Random(6, 7), DDim({2, 3}), kF32);
+  EXPECT_INVALID(phi::MatmulGradAddKernel(x, y, dout, false, false, &gx, &gx), "dy must be");
+  auto before = Values(gy);
+  EXPECT_INVALID(phi::MatmulGradAddKernel(x, y, dout, false, false, &view, &gy), "dx must be");
+  EXPECT_EQ(Values(gy), before) << "nothing written on bad input";
+}
+
 TEST(MathKernelsGrads, MatmulGradEmptyInnerDimAndBadInputs) {
   DenseTensor dx, dy;
   phi::MatmulGradKernel(Make({}, DDim({3, 0}), kF32), Make({}, DDim({0, 4}), kF32),
