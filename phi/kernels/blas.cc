@@ -23,6 +23,14 @@ namespace {
 
 std::once_flag blas_threads_once;
 
+std::string Describe() {
+  std::string s = openblas_get_config();
+  s += " (";
+  s += openblas_get_corename();
+  s += "), " + std::to_string(openblas_get_num_threads()) + " thread(s)";
+  return s;
+}
+
 void ApplyThreadRule() {
   // FLAGS_<name> environment variables are read when phi/core/flags.cc initializes, which may
   // be before this file registered the flag: read this one here too.
@@ -43,7 +51,7 @@ void ApplyThreadRule() {
   } else if (!user_env) {
     openblas_set_num_threads(FLAGS_blas_num_threads);
   }
-  VLOG(1) << "BLAS: " << BlasInfo();
+  VLOG(1) << "BLAS: " << Describe();
 }
 
 void EnsureThreads() { std::call_once(blas_threads_once, ApplyThreadRule); }
@@ -82,11 +90,7 @@ int InitBlasThreads() {
 
 std::string BlasInfo() {
   EnsureThreads();
-  std::string s = openblas_get_config();
-  s += " (";
-  s += openblas_get_corename();
-  s += "), " + std::to_string(openblas_get_num_threads()) + " thread(s)";
-  return s;
+  return Describe();
 }
 
 namespace kernels_internal {

@@ -20,7 +20,8 @@ namespace phi {
 // Applies the rule above now (the first matmul does it otherwise); returns the thread count
 // OpenBLAS then uses.
 int InitBlasThreads();
-// "OpenBLAS 0.3.21 ... (Haswell), N threads": what the CPU matmul runs on (logs, benchmarks).
+// "OpenBLAS 0.3.21 ... (SkylakeX), N thread(s)": what the CPU matmul runs on (logs,
+// benchmarks).
 std::string BlasInfo();
 
 }  // namespace phi
