@@ -479,6 +479,12 @@ class PaddleWork : public c10d::Work {
     }
   }
 
+  // The future of an op that can no longer complete (its group is gone) raises `why`.
+  void FailFuture(const std::string& why) {
+    if (marked_.exchange(true)) return;
+    future_->setError(TorchError(why));
+  }
+
   void MarkFuture() {
     if (marked_.exchange(true)) return;
     std::exception_ptr err;
@@ -581,8 +587,17 @@ void Completer::Loop() {
     lk.lock();
     for (auto& w : pending) poll_.push_back(std::move(w));
   }
-  // Stopped: what is still polled is left to its waiters.
-  poll_.clear();
+  // Stopped (the group is destroyed): what is still polled gets its result or an error.
+  std::vector<c10::intrusive_ptr<PaddleWork>> left;
+  left.swap(poll_);
+  lk.unlock();
+  for (auto& w : left) {
+    if (w->PollFinish()) {
+      w->MarkFuture();
+    } else {
+      w->FailFuture("the process group was destroyed before this op completed");
+    }
+  }
 }
 
 // ------------------------------------------------------------------ the group
