@@ -9,8 +9,8 @@ def test_every_op_matches_gloo(ranks, nproc):
     assert out.count("ops ok") == nproc, out[-3000:]
 
 
-@pytest.mark.parametrize("nproc", [1, 3])
-def test_point_to_point_and_monitored_barrier(ranks, nproc):
+@pytest.mark.parametrize("nproc", [1, 4])
+def test_point_to_point_subgroups_and_monitored_barrier(ranks, nproc):
     out = ranks(nproc, "p2p", env={"PYTHONWARNINGS": "ignore"}).stdout
     assert out.count("p2p ok") == nproc, out[-3000:]
 
