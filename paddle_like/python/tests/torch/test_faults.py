@@ -48,3 +48,8 @@ def test_without_torch_the_package_imports_and_the_backend_says_why():
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "ImportError:" in proc.stdout and "torch" in proc.stdout, proc.stdout
+
+
+def test_wait_with_a_timeout_raises_and_the_op_goes_on(ranks):
+    out = ranks(2, "timeout", env={"PYTHONWARNINGS": "ignore"}).stdout
+    assert out.count("timeout ok") == 2, out[-3000:]

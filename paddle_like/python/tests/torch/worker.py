@@ -9,6 +9,7 @@ usage: worker.py MODE [args]; MODE is one of
            one process on the whole batches: the same parameters within 1e-10
   hooks    DDP with find_unused_parameters, no_sync, the fp16 compression hook, PowerSGD
   kill     rank 1 SIGKILLs itself; the others must raise RuntimeError, not hang
+  timeout  Work.wait(timeout) raises while a peer is late; a later wait() gets the result
   errors   what the engine cannot do raises RuntimeError naming the op; strided tensors work
 Each rank asserts its own results; an assertion exits non-zero, which fails the job.
 """
@@ -507,6 +508,28 @@ def run_kill():
     os._exit(3)
 
 
+def run_timeout():
+    """Work.wait(timeout) raises RuntimeError when a peer is late; the op goes on and a later
+    wait() gets its result."""
+    rank, size = init()
+    t = torch.full((1000,), float(rank + 1))
+    if rank == 1:
+        time.sleep(3)
+    w = dist.all_reduce(t, async_op=True)
+    if rank == 0:
+        start = time.time()
+        try:
+            w.wait(datetime.timedelta(milliseconds=500))
+            raise AssertionError("wait(500 ms) returned while rank 1 was still asleep")
+        except RuntimeError as e:
+            assert "timed out" in str(e), e
+            assert time.time() - start < 2.5, time.time() - start
+    w.wait()
+    same(t, torch.full((1000,), float(size * (size + 1) / 2)), "the late all_reduce")
+    print(f"rank {rank}: timeout ok")
+    dist.destroy_process_group()
+
+
 def run_errors():
     rank, size = init()
     def raises(fn, what):
@@ -539,4 +562,4 @@ def run_errors():
 
 if __name__ == "__main__":
     {"ops": run_ops, "p2p": run_p2p, "ddp": run_ddp, "hooks": run_hooks, "kill": run_kill,
-     "errors": run_errors}[sys.argv[1]]()
+     "errors": run_errors, "timeout": run_timeout}[sys.argv[1]]()
