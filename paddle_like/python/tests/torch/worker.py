@@ -165,9 +165,14 @@ def run_ops():
                 ts = [make(rank, dtype, n, salt=5) for n in (3, 1, 8)]
                 wants = [oracle(name, [make(r, dtype, n, salt=5) for r in range(size)])
                          for n in (3, 1, 8)]
+                gs = [t.clone() for t in ts]
                 dist.all_reduce_coalesced(ts, op=op)
                 for t, w in zip(ts, wants):
                     same(t, w, f"all_reduce_coalesced {name} {dtype}")
+                if try_gloo(lambda: dist.all_reduce_coalesced(gs, op=op, group=gloo)):
+                    for t, g in zip(ts, gs):
+                        same(t, g, f"all_reduce_coalesced {name} {dtype} vs gloo")
+                    gloo_checked += 1
                 checked += 1
 
     # PREMUL_SUM (torch's gloo has none)
@@ -271,6 +276,20 @@ def run_ops():
         for r in range(size):
             for t, n in zip(outs[r], (2, 5)):
                 same(t, make(r, dtype, n, salt=40), f"all_gather_coalesced {dtype}")
+        theirs = [[torch.empty(n, dtype=dtype) for n in (2, 5)] for _ in range(size)]
+        if try_gloo(lambda: dist.all_gather_coalesced(theirs, ins, group=gloo)):
+            for r in range(size):
+                for a, b in zip(outs[r], theirs[r]):
+                    same(a, b, f"all_gather_coalesced {dtype} vs gloo")
+            gloo_checked += 1
+        theirs = [torch.empty(3, dtype=dtype) for _ in range(size)]
+        mine = [torch.empty(3, dtype=dtype) for _ in range(size)]
+        send = [make(rank, dtype, 3, salt=50 + r) for r in range(size)]
+        dist.all_to_all(mine, send)
+        if try_gloo(lambda: dist.all_to_all(theirs, send, group=gloo)):
+            for a, b in zip(mine, theirs):
+                same(a, b, f"all_to_all {dtype} vs gloo")
+            gloo_checked += 1
 
     # Work API: async op, is_completed, wait, result, futures
     t = torch.ones(1000, dtype=torch.float64) * (rank + 1)
