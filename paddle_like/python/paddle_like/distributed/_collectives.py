@@ -37,14 +37,14 @@ def broadcast(tensor, src: Optional[int] = None, group=None, async_op: bool = Fa
               group_src: Optional[int] = None):
     pg = _resolve_group(group)
     src, _ = _canonicalize_group_rank(pg, src, group_src)
-    work = _C.broadcast(T.as_arg(tensor), src, pg._group(), True)
+    work = _C.broadcast(T.as_arg(tensor), src, pg._group(), async_op)
     return _finish(work, [tensor], async_op)
 
 
 def all_reduce(tensor, op: int = ReduceOp.SUM, group=None, async_op: bool = False):
     pg = _resolve_group(group)
     op = _check_reduce(op, [tensor])
-    work = _C.all_reduce(T.as_arg(tensor), op, pg._group(), True, _PREMUL)
+    work = _C.all_reduce(T.as_arg(tensor), op, pg._group(), async_op, _PREMUL)
     return _finish(work, [tensor], async_op)
 
 
@@ -53,7 +53,7 @@ def reduce(tensor, dst: Optional[int] = None, op: int = ReduceOp.SUM, group=None
     pg = _resolve_group(group)
     dst, _ = _canonicalize_group_rank(pg, dst, group_dst)
     op = _check_reduce(op, [tensor])
-    work = _C.reduce(T.as_arg(tensor), dst, op, pg._group(), True, _PREMUL)
+    work = _C.reduce(T.as_arg(tensor), dst, op, pg._group(), async_op, _PREMUL)
     return _finish(work, [tensor], async_op)
 
 
@@ -65,7 +65,7 @@ def all_gather_single(output_tensor, input_tensor, group=None, async_op: bool = 
         raise RuntimeError(f"output tensor must have {expected} elements (group size x input "
                            f"numel); got {T.numel(output_tensor)}")
     work = _C.all_gather_into_tensor(T.as_arg(output_tensor, "output_tensor"),
-                                     T.as_arg(input_tensor, "input_tensor"), pg._group(), True)
+                                     T.as_arg(input_tensor, "input_tensor"), pg._group(), async_op)
     return _finish(work, [output_tensor], async_op)
 
 
@@ -86,7 +86,7 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
                              f"{T.shape_of(tensor)} and dtype {T.dtype_name(tensor)}; got "
                              f"{T.shape_of(out)} {T.dtype_name(out)}")
     staging = T.empty_like_flat(tensor, pg.size())
-    work = _C.all_gather_into_tensor(staging, T.as_arg(tensor), pg._group(), True)
+    work = _C.all_gather_into_tensor(staging, T.as_arg(tensor), pg._group(), async_op)
     return _finish(work, list(tensor_list), async_op, done=_copy_out(tensor_list, staging))
 
 
@@ -98,7 +98,7 @@ def reduce_scatter_single(output, input, op: int = ReduceOp.SUM, group=None,
         raise RuntimeError(f"input tensor must have {pg.size() * T.numel(output)} elements "
                            f"(group size x output numel); got {T.numel(input)}")
     work = _C.reduce_scatter_tensor(T.as_arg(output, "output"), T.as_arg(input, "input"), op,
-                                    pg._group(), True, _PREMUL)
+                                    pg._group(), async_op, _PREMUL)
     return _finish(work, [output], async_op)
 
 
@@ -113,7 +113,7 @@ def reduce_scatter(output, input_list, op: int = ReduceOp.SUM, group=None,
                            f"size ({pg.size()})")
     op = _check_reduce(op, [output, *input_list])
     work = _C.reduce_scatter(T.as_arg(output, "output"), T.as_args(input_list, "input_list"),
-                             op, pg._group(), True, _PREMUL)
+                             op, pg._group(), async_op, _PREMUL)
     return _finish(work, [output], async_op)
 
 
@@ -129,7 +129,7 @@ def gather(tensor, gather_list=None, dst: Optional[int] = None, group=None,
     if me == group_dst:
         _list_len(gather_list, pg.size(), "gather_list")
     outs = T.as_args(gather_list, "gather_list") if gather_list is not None else None
-    work = _C.gather(T.as_arg(tensor), outs, dst, pg._group(), True)
+    work = _C.gather(T.as_arg(tensor), outs, dst, pg._group(), async_op)
     return _finish(work, list(gather_list or []), async_op)
 
 
@@ -151,7 +151,7 @@ def gather_single(tensor, gather_tensor=None, dst: Optional[int] = None, group=N
     else:
         out = T.empty_like_flat(tensor, 0)  # no output off the root
     work = _C.gather_into_tensor(T.as_arg(out, "gather_tensor"), T.as_arg(tensor), dst,
-                                 pg._group(), True)
+                                 pg._group(), async_op)
     return _finish(work, [gather_tensor] if gather_tensor is not None else [], async_op)
 
 
@@ -170,7 +170,7 @@ def scatter(tensor, scatter_list=None, src: Optional[int] = None, group=None,
     if me == group_src:
         _list_len(scatter_list, pg.size(), "scatter_list")
     ins = T.as_args(scatter_list, "scatter_list") if scatter_list is not None else None
-    work = _C.scatter(T.as_arg(tensor), ins, src, pg._group(), True)
+    work = _C.scatter(T.as_arg(tensor), ins, src, pg._group(), async_op)
     return _finish(work, [tensor], async_op)
 
 
@@ -185,7 +185,7 @@ def all_to_all_single(output, input, output_split_sizes: Optional[List[int]] = N
                              f"{len(splits)}")
     work = _C.all_to_all_single(T.as_arg(output, "output"), T.as_arg(input, "input"),
                                 list(output_split_sizes or []), list(input_split_sizes or []),
-                                pg._group(), True)
+                                pg._group(), async_op)
     return _finish(work, [output], async_op)
 
 
@@ -194,13 +194,13 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool
     _list_len(output_tensor_list, pg.size(), "output_tensor_list")
     _list_len(input_tensor_list, pg.size(), "input_tensor_list")
     work = _C.all_to_all(T.as_args(output_tensor_list, "output_tensor_list"),
-                         T.as_args(input_tensor_list, "input_tensor_list"), pg._group(), True)
+                         T.as_args(input_tensor_list, "input_tensor_list"), pg._group(), async_op)
     return _finish(work, list(output_tensor_list), async_op)
 
 
 def barrier(group=None, async_op: bool = False, device_ids: Optional[List[int]] = None):
     pg = _resolve_group(group)
-    work = _C.barrier(pg._group(), True, list(device_ids or []))
+    work = _C.barrier(pg._group(), async_op, list(device_ids or []))
     return _finish(work, [], async_op)
 
 
@@ -220,7 +220,7 @@ def all_reduce_coalesced(tensors, op: int = ReduceOp.SUM, group=None, async_op: 
     if not isinstance(tensors, (list, tuple)) or not tensors:
         raise ValueError("tensors must be a non-empty list")
     op = _check_reduce(op, tensors)
-    work = _C.all_reduce_coalesced(T.as_args(tensors, "tensors"), op, pg._group(), True,
+    work = _C.all_reduce_coalesced(T.as_args(tensors, "tensors"), op, pg._group(), async_op,
                                    _PREMUL)
     return _finish(work, list(tensors), async_op)
 
@@ -236,7 +236,7 @@ def all_gather_single_coalesced(output_tensor_list, input_tensor_list, group=Non
                                f"({pg.size() * T.numel(inp)}); got {T.numel(out)}")
     work = _C.all_gather_single_coalesced(T.as_args(output_tensor_list, "output_tensor_list"),
                                           T.as_args(input_tensor_list, "input_tensor_list"),
-                                          pg._group(), True)
+                                          pg._group(), async_op)
     return _finish(work, list(output_tensor_list), async_op)
 
 
@@ -251,7 +251,7 @@ def all_gather_coalesced(output_tensor_lists, input_tensor_list, group=None,
     staging = [T.empty_like_flat(t, pg.size()) for t in input_tensor_list]
     work = _C.all_gather_single_coalesced(staging,
                                           T.as_args(input_tensor_list, "input_tensor_list"),
-                                          pg._group(), True)
+                                          pg._group(), async_op)
     copies = [_copy_out(outs, buf) for outs, buf in zip(output_tensor_lists, staging)]
 
     def done():
@@ -269,7 +269,7 @@ def reduce_scatter_single_coalesced(output_tensor_list, input_tensor_list,
     op = _check_reduce(op, [*output_tensor_list, *input_tensor_list])
     work = _C.reduce_scatter_single_coalesced(
         T.as_args(output_tensor_list, "output_tensor_list"),
-        T.as_args(input_tensor_list, "input_tensor_list"), op, pg._group(), True, _PREMUL)
+        T.as_args(input_tensor_list, "input_tensor_list"), op, pg._group(), async_op, _PREMUL)
     return _finish(work, list(output_tensor_list), async_op)
 
 
@@ -288,7 +288,7 @@ def reduce_scatter_coalesced(output_tensor_list, input_tensor_lists, op: int = R
         staging.append(buf)
     op = _check_reduce(op, output_tensor_list)
     work = _C.reduce_scatter_single_coalesced(
-        T.as_args(output_tensor_list, "output_tensor_list"), staging, op, pg._group(), True,
+        T.as_args(output_tensor_list, "output_tensor_list"), staging, op, pg._group(), async_op,
         _PREMUL)
     return _finish(work, list(output_tensor_list), async_op)
 

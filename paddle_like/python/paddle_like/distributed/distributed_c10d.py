@@ -520,13 +520,15 @@ def new_subgroups(group_size: Optional[int] = None, group=None, timeout=None, ba
 
 # ------------------------------------------------------------------ issuing
 def _finish(work, tensors, async_op: bool, done=None):
-    """None after waiting (sync), or the Work (async)."""
+    """The Work of an async op; None for a sync one, which the runtime has already waited
+    for (a sync op on an idle comm stream runs inline in the calling thread, without a
+    hand-off to the stream's thread: the call returns as fast as the C++ one)."""
+    if not async_op:
+        if done is not None:
+            done()
+        return None
     works = work if isinstance(work, list) else [work]
-    w = Work(works, done=done, tensors=tensors, profiling_name=_current_comm_name())
-    if async_op:
-        return w
-    w.wait()
-    return None
+    return Work(works, done=done, tensors=tensors, profiling_name=_current_comm_name())
 
 
 def _check_reduce(op, tensors) -> int:
