@@ -232,6 +232,7 @@ class TorchStore : public phi::distributed::Store {
     Call([&] { store_->set(key, value); }, key);
   }
   std::vector<uint8_t> get(const std::string& key) override {
+    wait({key}, timeout());  // torch's get waits inside the store (see wait)
     std::vector<uint8_t> v;
     Call([&] { v = store_->get(key); }, key);
     return v;
@@ -248,9 +249,23 @@ class TorchStore : public phi::distributed::Store {
     Call([&] { v = store_->compareSet(key, expected, desired); }, key);
     return v;
   }
+  // By polling check(): torch 1.13's TCPStore client gives up a timed-out WAIT on its side
+  // only, and the server's late answer is then read as the reply of the connection's next
+  // request (the stream is out of step from there on: wrong values, hangs). The engine waits
+  // in short slices (GlooMesh::WaitKeys), so a wait must never time out inside torch's store.
   void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override {
-    Call([&] { store_->wait(keys, std::max(timeout, std::chrono::milliseconds(1))); },
-         keys.empty() ? std::string() : keys[0]);
+    const auto deadline = Clock::now() + timeout;
+    auto pause = std::chrono::microseconds(200);
+    while (!check(keys)) {
+      if (Clock::now() >= deadline) {
+        std::string names;
+        for (const auto& k : keys) names += (names.empty() ? "" : ", ") + k;
+        throw phi::TimeoutError("torch store: keys [" + names + "] not set within " +
+                                std::to_string(timeout.count()) + " ms");
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(5000));
+    }
   }
   bool check(const std::vector<std::string>& keys) override {
     bool v = false;
