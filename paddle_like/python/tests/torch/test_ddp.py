@@ -11,7 +11,7 @@ def test_ddp_matches_gloo_and_one_process(ranks, nproc):
     assert out.count("ddp ok") == nproc, out[-3000:]
 
 
-@pytest.mark.parametrize("nproc", [2, 3])
+@pytest.mark.parametrize("nproc", [3])
 def test_ddp_unused_parameters_no_sync_fp16_hook(ranks, nproc):
     out = ranks(nproc, "hooks", env={"PYTHONWARNINGS": "ignore"}).stdout
     assert out.count("hooks ok") == nproc, out[-3000:]

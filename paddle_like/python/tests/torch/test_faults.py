@@ -53,3 +53,11 @@ def test_without_torch_the_package_imports_and_the_backend_says_why():
 def test_wait_with_a_timeout_raises_and_the_op_goes_on(ranks):
     out = ranks(2, "timeout", env={"PYTHONWARNINGS": "ignore"}).stdout
     assert out.count("timeout ok") == 2, out[-3000:]
+
+
+@pytest.mark.parametrize("nproc", [2, 3])
+def test_first_op_with_a_late_rank(ranks, nproc):
+    """Regression: torch 1.13's TCPStore client goes out of step after a timed-out wait; the
+    first op with a late rank hung 1 time in 2-6 before the store adapter polled instead."""
+    out = ranks(nproc, "late_first", env={"PYTHONWARNINGS": "ignore"}).stdout
+    assert out.count("late_first ok") == nproc, out[-3000:]

@@ -9,6 +9,7 @@ usage: worker.py MODE [args]; MODE is one of
            one process on the whole batches: the same parameters within 1e-10
   hooks    DDP with find_unused_parameters, no_sync, the fp16 compression hook, PowerSGD
   kill     rank 1 SIGKILLs itself; the others must raise RuntimeError, not hang
+  late_first  the first op (connecting the ranks) with a rank 3 s late
   timeout  Work.wait(timeout) raises while a peer is late; a later wait() gets the result
   errors   what the engine cannot do raises RuntimeError naming the op; strided tensors work
 Each rank asserts its own results; an assertion exits non-zero, which fails the job.
@@ -550,6 +551,19 @@ def run_timeout():
     dist.destroy_process_group()
 
 
+def run_late_first():
+    """The group's first op (which connects the ranks through torch's store) with one rank
+    3 s late: the engine's short store waits time out many times meanwhile."""
+    rank, size = init(timeout_s=30)
+    if rank == size - 1:
+        time.sleep(3)
+    t = torch.full((1000,), float(rank + 1))
+    dist.all_reduce(t)
+    same(t, torch.full((1000,), float(size * (size + 1) / 2)), "the first all_reduce")
+    print(f"rank {rank}: late_first ok")
+    dist.destroy_process_group()
+
+
 def run_errors():
     rank, size = init()
     def raises(fn, what):
@@ -582,4 +596,4 @@ def run_errors():
 
 if __name__ == "__main__":
     {"ops": run_ops, "p2p": run_p2p, "ddp": run_ddp, "hooks": run_hooks, "kill": run_kill,
-     "errors": run_errors, "timeout": run_timeout}[sys.argv[1]]()
+     "errors": run_errors, "timeout": run_timeout, "late_first": run_late_first}[sys.argv[1]]()
