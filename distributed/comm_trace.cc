@@ -82,7 +82,8 @@ class Tracer {
       std::string name = std::string(CommTypeToString(t.desc.type)) +
                          (t.desc.name.empty() ? "" : " " + t.desc.name);
       std::ostringstream args;
-      args << "{\"seq\": " << t.desc.seq << ", \"group\": " << t.gid << ", \"rank\": " << t.rank
+      args << "{\"seq\": " << t.desc.seq << ", \"p2p_seq\": " << t.desc.p2p_seq
+           << ", \"group\": " << t.gid << ", \"rank\": " << t.rank
            << ", \"bytes\": " << t.bytes << ", \"dtype\": \""
            << phi::DataTypeToString(t.desc.dtype) << "\", \"state\": \""
            << TaskStatusName(t.state->status.load()) << "\"}";

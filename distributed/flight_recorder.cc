@@ -50,6 +50,7 @@ std::string FlightRecorder::DumpRecords() const {
            " dtype=" + phi::DataTypeToString(d.dtype) + " in=" + std::to_string(d.numel_in) +
            " out=" + std::to_string(d.numel_out) + " peer=" + std::to_string(d.peer) +
            " red=" + std::to_string(d.reduce_op) + " tag=" + std::to_string(d.tag) +
+           " p2p_seq=" + std::to_string(d.p2p_seq) +
            " state=" + TaskStatusName(e.state->status.load()) +
            " age_us=" + std::to_string(age.count()) +
            " done_us=" + std::to_string(e.state->finished_us.load()) + " name=" + d.name + "\n";

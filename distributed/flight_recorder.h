@@ -26,7 +26,9 @@ class FlightRecorder {
   // The recorded ops, oldest first (the watchdog's view).
   std::vector<Entry> Snapshot() const;
   // The recorded ops as the dump files tools/fr_trace reads: one op per line,
-  // "seq=.. op=.. dtype=.. in=.. out=.. peer=.. red=.. tag=.. state=.. age_us=.. done_us=.. name=..".
+  // "seq=.. op=.. dtype=.. in=.. out=.. peer=.. red=.. tag=.. p2p_seq=.. state=.. age_us=..
+  // done_us=.. name=..";
+  // seq is the collective number, p2p_seq the point-to-point one (0 for a collective).
   std::string DumpRecords() const;
 
  private:

@@ -111,6 +111,11 @@ uint64_t ProcessGroupWithStream::seq() const {
   return seq_;
 }
 
+uint64_t ProcessGroupWithStream::p2p_seq() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return p2p_seq_;
+}
+
 std::string ProcessGroupWithStream::DumpRecentOps() const { return recorder_->Dump(); }
 
 void ProcessGroupWithStream::AbortComm(const std::string& why) {
@@ -183,9 +188,16 @@ static std::shared_ptr<phi::Event> LaunchJob(phi::Stream* stream, std::function<
 
 std::shared_ptr<StreamTask> ProcessGroupWithStream::NewTask(const OpDesc& desc, bool sync_op,
                                                             phi::Stream* calc) {
-  auto task = std::make_shared<StreamTask>(GetRank(), desc, sync_op, DescribePtr(), calc,
-                                           BlockingWait(), timeout_,
-                                           [recorder = recorder_] { return recorder->Dump(); });
+  // A timeout names the ranks that have not issued the op, from the progress they publish
+  // on the watchdog's heartbeat; the store reads are bounded (the waiter already timed out).
+  constexpr std::chrono::milliseconds kReportBudget{1000};
+  auto task = std::make_shared<StreamTask>(
+      GetRank(), desc, sync_op, DescribePtr(), calc, BlockingWait(), timeout_,
+      [recorder = recorder_] { return recorder->Dump(); },
+      [watch = std::weak_ptr<WatchTarget>(watch_), desc] {
+        auto w = watch.lock();
+        return w ? w->ReportFor(desc, kReportBudget) : std::string();
+      });
   recorder_->Record(desc, task->state());
   if (CommTraceEnabled()) {
     TraceCommTask(desc, task->state(), GetGid(), GetRank(),
@@ -323,7 +335,12 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
                        Describe().c_str(), c.place.DebugString().c_str(),
                        CommTypeToString(desc.type), place.DebugString().c_str()));
   }
-  desc.seq = ++seq_;
+  if (p2p) {
+    desc.seq = seq_;
+    desc.p2p_seq = ++p2p_seq_;
+  } else {
+    desc.seq = ++seq_;
+  }
   desc.name = CommNameScope::Current();
   auto task = NewTask(desc, sync_op, calc);
   VLOG(3) << Describe() << " issue " << (VLOG_IS_ON(3) ? desc.ToString() : "");
@@ -357,15 +374,19 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
 
 ProcessGroup::TaskPtr ProcessGroupWithStream::Guarded(CommType type,
                                                       const std::function<TaskPtr()>& body) {
-  const uint64_t before = seq();
+  uint64_t before;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    before = seq_ + p2p_seq_;  // every op issued, of both numberings
+  }
   try {
     return body();
   } catch (const phi::EnforceNotMet& e) {
     bool notify;
     {
       std::lock_guard<std::mutex> lk(mu_);
-      notify = seq_ == before && !coalescing_ && !checker_raised_ && aborted_.empty() &&
-               AgreesInBand(BarrierPlace({}));
+      notify = seq_ + p2p_seq_ == before && !coalescing_ && !checker_raised_ &&
+               aborted_.empty() && AgreesInBand(BarrierPlace({}));
       checker_raised_ = false;
     }
     if (notify) NotifyLocalFailure(type, e.what());
@@ -409,7 +430,7 @@ void ProcessGroupWithStream::StartCoalescing() {
 
 ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
   std::unique_ptr<CoalescingState> c;
-  uint64_t seq;
+  uint64_t seq, p2p_seq = 0;
   {
     std::lock_guard<std::mutex> lk(mu_);
     PADDLE_ENFORCE(coalescing_ != nullptr,
@@ -417,11 +438,22 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
                        "%s: EndCoalescing() called without StartCoalescing().",
                        Describe().c_str()));
     c = std::move(coalescing_);
-    seq = ++seq_;
+    // A group of sends and receives only (batch_isend_irecv) is point-to-point traffic.
+    const bool only_p2p =
+        !c->jobs.empty() && std::all_of(c->jobs.begin(), c->jobs.end(), [](const auto& j) {
+          return IsP2P(j.desc.type);
+        });
+    if (only_p2p) {
+      seq = seq_;
+      p2p_seq = ++p2p_seq_;
+    } else {
+      seq = ++seq_;
+    }
   }
   OpDesc desc;
   desc.type = CommType::COALESCED;
   desc.seq = seq;
+  desc.p2p_seq = p2p_seq;
   desc.numel_in = static_cast<int64_t>(c->jobs.size());  // ops in the group
   if (c->jobs.empty()) {  // nothing to issue: a task that is already complete
     phi::Stream* host = phi::DeviceContextPool::Instance().Get(phi::CPUPlace())->stream();

@@ -42,8 +42,10 @@ class ProcessGroupWithStream : public ProcessGroup {
   phi::DeviceContext* GetDeviceContext(const phi::Place& place,
                                        bool use_calc_stream = false) const override;
   std::chrono::milliseconds timeout() const { return timeout_; }
-  // Sequence number of the last op issued by this group.
+  // The last collective sequence number this group issued (OpDesc::seq), and the last
+  // point-to-point one (OpDesc::p2p_seq).
   uint64_t seq() const;
+  uint64_t p2p_seq() const;
   // Aborts the group's communicators: every later op raises at once (see
   // CommContext::Abort). Pair it with Task::Abort for the ops in flight.
   void AbortComm(const std::string& why);
@@ -147,7 +149,8 @@ class ProcessGroupWithStream : public ProcessGroup {
   std::shared_ptr<phi::distributed::Store> store_;
   std::chrono::milliseconds timeout_;
   mutable std::mutex mu_;
-  uint64_t seq_ = 0;
+  uint64_t seq_ = 0;      // collectives issued (OpDesc::seq)
+  uint64_t p2p_seq_ = 0;  // point-to-point ops issued (OpDesc::p2p_seq)
   // Each place's comm stream (as a DeviceContext), created on first use.
   mutable std::map<phi::Place, std::unique_ptr<phi::DeviceContext>> comm_stream_contexts_;
   std::map<std::tuple<int, int, int>, std::unique_ptr<phi::Stream>> p2p_lanes_;

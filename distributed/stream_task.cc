@@ -8,9 +8,14 @@ namespace paddle_like {
 namespace distributed {
 
 std::string OpDesc::ToString() const {
-  std::string s = std::string(CommTypeToString(type)) + " seq " + std::to_string(seq) +
-                  " [NumelIn " + std::to_string(numel_in) + ", NumelOut " +
-                  std::to_string(numel_out) + ", " + phi::DataTypeToString(dtype);
+  std::string s = CommTypeToString(type);
+  if (is_p2p()) {
+    s += " p2p seq " + std::to_string(p2p_seq) + " (after seq " + std::to_string(seq) + ")";
+  } else {
+    s += " seq " + std::to_string(seq);
+  }
+  s += " [NumelIn " + std::to_string(numel_in) + ", NumelOut " + std::to_string(numel_out) +
+       ", " + phi::DataTypeToString(dtype);
   if (peer >= 0) s += ", peer/root " + std::to_string(peer);
   s += "]";
   if (!name.empty()) s += " '" + name + "'";
@@ -71,14 +76,16 @@ StreamTask::StreamTask(int rank, OpDesc desc, bool sync_op,
                        std::shared_ptr<const std::string> group_desc,
                        phi::Stream* calc_stream, bool blocking_wait,
                        std::chrono::milliseconds timeout,
-                       std::function<std::string()> recent_ops)
+                       std::function<std::string()> recent_ops,
+                       std::function<std::string()> progress_report)
     : Task(rank, desc.type, sync_op),
       desc_(std::move(desc)),
       group_desc_(std::move(group_desc)),
       calc_stream_(calc_stream),
       blocking_wait_(blocking_wait),
       timeout_(timeout),
-      recent_ops_(std::move(recent_ops)) {}
+      recent_ops_(std::move(recent_ops)),
+      progress_report_(std::move(progress_report)) {}
 
 void StreamTask::Issue(std::shared_ptr<phi::Event> end_event, phi::Stream* stream,
                        const std::vector<std::shared_ptr<phi::Allocation>>& holders) {
@@ -98,10 +105,25 @@ void StreamTask::CheckIssued() const {
                       group_desc_->c_str(), desc_.ToString().c_str()));
 }
 
+std::string StreamTask::ProgressReport() const {
+  return progress_report_ ? progress_report_() : std::string();
+}
+
 void StreamTask::RethrowIfFailed() const {
   if (auto e = state_->error()) {
     state_->timeout_reported.store(true);  // the caller hears of it: not the watchdog's case
-    phi::RethrowWithContext(e, *group_desc_ + ": " + desc_.ToString() + " failed");
+    const std::string context = *group_desc_ + ": " + desc_.ToString() + " failed";
+    if (!state_->aborted.load()) {  // an abort's reason (the watchdog's report) says enough
+      try {
+        std::rethrow_exception(e);
+      } catch (const phi::TimeoutError& timeout) {
+        // The op timed out by itself (the backend's timeout): say who did not issue it.
+        // The same form as RethrowWithContext.
+        throw phi::TimeoutError(context + ": " + timeout.what() + ProgressReport());
+      } catch (...) {  // not a timeout: raised as it is below
+      }
+    }
+    phi::RethrowWithContext(e, context);
   }
 }
 
@@ -134,6 +156,7 @@ void StreamTask::HostWait(std::chrono::milliseconds timeout) {
                       TaskStatusName(state_->status.load()) +
                       "). A rank may have died, or not called this op, or called a different "
                       "one.";
+    msg += ProgressReport();
     if (recent_ops_) msg += "\nLast ops of this group (flight recorder):\n" + recent_ops_();
     state_->timeout_reported.store(true);
     VLOG(1) << msg;  // raised: the caller reports it

@@ -20,6 +20,7 @@ namespace distributed {
 // What an op is, for error messages and the flight recorder.
 struct OpDesc {
   CommType type = CommType::UNKNOWN;
+  // The collective sequence number (see p2p_seq below).
   uint64_t seq = 0;
   int64_t numel_in = 0;
   int64_t numel_out = 0;
@@ -34,6 +35,15 @@ struct OpDesc {
   int64_t failure_serial = 0;
   // The op's own exchange carries the agreement check (the fused small all-reduce).
   bool agreed_in_op = false;
+  // Collectives and point-to-point ops are numbered apart (as c10d's collective and P2P
+  // sequence numbers): every rank of a group issues the same collectives, but only the two
+  // ends of a send/recv take part in it. A collective (or a coalesced group holding one)
+  // takes the next `seq`; a point-to-point op (or a group of them only) keeps the last `seq`
+  // issued and takes the next `p2p_seq` instead, which is 0 for collectives. Ranks compare
+  // progress by `seq` alone.
+  uint64_t p2p_seq = 0;
+  bool is_p2p() const { return p2p_seq != 0; }
+  // "AllReduce seq 4 [NumelIn ...]"; a point-to-point op "Send p2p seq 2 (after seq 4) [...]".
   std::string ToString() const;
 };
 
@@ -81,7 +91,8 @@ class StreamTask : public ProcessGroup::Task {
   // `timeout`: the group's, used by Wait() without one and by Synchronize().
   StreamTask(int rank, OpDesc desc, bool sync_op, std::shared_ptr<const std::string> group_desc,
              phi::Stream* calc_stream, bool blocking_wait, std::chrono::milliseconds timeout,
-             std::function<std::string()> recent_ops);
+             std::function<std::string()> recent_ops,
+             std::function<std::string()> progress_report = nullptr);
 
   // Called once the op is on the stream: the end event (shared by the tasks of one
   // coalesced group) and the allocations to record as used by `stream`.
@@ -100,6 +111,7 @@ class StreamTask : public ProcessGroup::Task {
  private:
   void CheckIssued() const;
   void RethrowIfFailed() const;
+  std::string ProgressReport() const;
   void HostWait(std::chrono::milliseconds timeout);
   // Erases this task's records, and only this task's; only once the end event passed.
   void EraseOwnRecords();
@@ -114,6 +126,10 @@ class StreamTask : public ProcessGroup::Task {
   bool blocking_wait_;
   std::chrono::milliseconds timeout_;
   std::function<std::string()> recent_ops_;
+  // Who has not issued this op and where each rank is (the watchdog's progress report,
+  // bounded in time), appended to a timeout this task raises; null when the group is not
+  // watched.
+  std::function<std::string()> progress_report_;
   std::shared_ptr<TaskState> state_ = std::make_shared<TaskState>();
   std::shared_ptr<phi::Event> end_event_;
   std::mutex records_mu_;

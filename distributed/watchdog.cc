@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <map>
 #include <set>
 #include <sstream>
@@ -61,11 +62,36 @@ struct Progress {
   std::string pending;  // the oldest pending op, "" when none
 };
 
-std::string Encode(int64_t beat, int64_t issued, int64_t completed, const FlightRecorder::Entry* p) {
+// A rank's progress from its flight recorder's `entries`: the last issued and completed
+// collective seqs (a P2P op carries the last collective's), and its oldest stuck op, which is
+// returned in `oldest` when asked for.
+Progress LocalProgress(const std::vector<FlightRecorder::Entry>& entries,
+                       const FlightRecorder::Entry** oldest = nullptr) {
+  Progress p;
+  p.present = true;
+  p.wall_ms = WallMs();
+  const FlightRecorder::Entry* first_stuck = nullptr;
+  for (const auto& e : entries) {
+    p.issued = std::max<int64_t>(p.issued, e.desc.seq);
+    if (Stuck(e)) {
+      if (!first_stuck) first_stuck = &e;
+    } else if (e.state->status.load() == TaskStatus::kCompleted && !e.desc.is_p2p()) {
+      p.completed = std::max<int64_t>(p.completed, e.desc.seq);
+    }
+  }
+  if (first_stuck) {
+    p.pending_seq = static_cast<int64_t>(first_stuck->desc.seq);
+    p.pending = first_stuck->desc.ToString() + ", " +
+                TaskStatusName(first_stuck->state->status.load());
+  }
+  if (oldest) *oldest = first_stuck;
+  return p;
+}
+
+std::string Encode(int64_t beat, const Progress& p) {
   std::ostringstream s;
-  s << beat << " " << issued << " " << completed << " " << WallMs() << " "
-    << (p ? static_cast<int64_t>(p->desc.seq) : -1) << "|"
-    << (p ? p->desc.ToString() + ", " + TaskStatusName(p->state->status.load()) : "");
+  s << beat << " " << p.issued << " " << p.completed << " " << p.wall_ms << " " << p.pending_seq
+    << "|" << p.pending;
   return s.str();
 }
 
@@ -137,7 +163,7 @@ class Watchdog {
  private:
   struct Watched {
     std::weak_ptr<WatchTarget> target;
-    std::set<uint64_t> reported;  // seqs already reported
+    std::set<std::pair<uint64_t, uint64_t>> reported;  // (seq, p2p_seq) already reported
     int64_t beat = 0;
     bool dumped_on_request = false;
   };
@@ -183,18 +209,11 @@ class Watchdog {
     }
     Watched* w = &watched;
     auto entries = t.recorder_->Snapshot();
-    int64_t issued = 0, completed = 0;
     const FlightRecorder::Entry* oldest = nullptr;
-    for (const auto& e : entries) {
-      issued = std::max<int64_t>(issued, e.desc.seq);
-      if (Stuck(e)) {
-        if (!oldest) oldest = &e;
-      } else if (e.state->status.load() == TaskStatus::kCompleted) {
-        completed = std::max<int64_t>(completed, e.desc.seq);
-      }
-    }
+    const Progress mine = LocalProgress(entries, &oldest);
     try {
-      t.store_->set(ProgressKey(t.rank_), Encode(++w->beat, issued, completed, oldest));
+      t.store_->set(ProgressKey(t.rank_), Encode(++w->beat, mine));
+      t.published_ms_.store(mine.wall_ms);
       if (!FLAGS_comm_dump_dir.empty() && !w->dumped_on_request &&
           t.store_->check({kDumpRequestKey})) {
         w->dumped_on_request = true;
@@ -209,58 +228,21 @@ class Watchdog {
     if (!oldest) return;
     auto age = Clock::now() - oldest->state->issued_at;
     auto limit = t.timeout_ + std::chrono::milliseconds(FLAGS_comm_watchdog_interval_ms);
+    const std::pair<uint64_t, uint64_t> id{oldest->desc.seq, oldest->desc.p2p_seq};
     if (age < limit || oldest->state->timeout_reported.load() || oldest->state->aborted.load() ||
-        w->reported.count(oldest->desc.seq)) {
+        w->reported.count(id)) {
       return;
     }
-    w->reported.insert(oldest->desc.seq);
+    w->reported.insert(id);
     oldest->state->timeout_reported.store(true);
     Act(t, *oldest, Report(t, *oldest));
   }
 
   std::string Report(WatchTarget& t, const FlightRecorder::Entry& stuck) {
-    std::ostringstream msg;
-    msg << "Watchdog: " << t.describe_ << ": " << stuck.desc.ToString()
-        << " has not finished well after " << t.timeout_.count()
-        << " ms (the group's timeout), and nobody waited for it.";
-    std::map<std::string, std::vector<int>> at;  // position -> ranks
-    std::vector<int> behind, missing, silent;
-    const int64_t now = WallMs();
-    const int64_t stale_ms = 3 * FLAGS_comm_watchdog_interval_ms + 1000;
-    for (int r = 0; r < t.size_; ++r) {
-      Progress p;
-      try {
-        if (t.store_->check({ProgressKey(r)})) p = Decode(t.store_->get_string(ProgressKey(r)));
-      } catch (const std::exception& e) {
-        msg << " (cannot read rank " << r << "'s progress: " << e.what() << ")";
-      }
-      if (!p.present) {
-        missing.push_back(r);
-        continue;
-      }
-      if (now - p.wall_ms > stale_ms) silent.push_back(r);
-      std::string position =
-          p.pending_seq >= 0
-              ? "at seq " + std::to_string(p.pending_seq) + " (" + p.pending + ")"
-              : "at seq " + std::to_string(p.completed) + " (nothing pending: it has not issued seq " +
-                    std::to_string(p.completed + 1) + ")";
-      at[position].push_back(r);
-      if (p.issued < static_cast<int64_t>(stuck.desc.seq)) behind.push_back(r);
-    }
-    // A rank that never published is behind too, as far as anyone can tell.
-    std::vector<int> all_behind = behind;
-    all_behind.insert(all_behind.end(), missing.begin(), missing.end());
-    std::sort(all_behind.begin(), all_behind.end());
-    msg << "\n  Ranks behind (have not issued seq " << stuck.desc.seq
-        << "): " << (all_behind.empty() ? "none" : RankList(all_behind)) << ".";
-    for (auto& [position, ranks] : at) {
-      msg << "\n  " << RankList(ranks) << (ranks.size() == 1 ? " is " : " are ") << position << ";";
-    }
-    msg << "\n  Never published progress (never joined, or died before): "
-        << (missing.empty() ? "none" : RankList(missing)) << ".";
-    msg << "\n  No heartbeat for more than " << stale_ms << " ms (dead or hung): "
-        << (silent.empty() ? "none" : RankList(silent)) << ".";
-    return msg.str();
+    return "Watchdog: " + t.describe_ + ": " + stuck.desc.ToString() +
+           " has not finished well after " + std::to_string(t.timeout_.count()) +
+           " ms (the group's timeout), and nobody waited for it." +
+           ProgressReport(*t.store_, t.size_, stuck.desc, t.rank_, *t.recorder_);
   }
 
   void Act(WatchTarget& t, const FlightRecorder::Entry& stuck, const std::string& report) {
@@ -320,6 +302,101 @@ class Watchdog {
   bool exiting_ = false;
 };
 
+std::string ProgressReport(phi::distributed::Store& store, int size, const OpDesc& op,
+                           int self_rank, const FlightRecorder& self) {
+  std::ostringstream msg;
+  std::map<std::string, std::vector<int>> at;  // position -> ranks
+  std::vector<int> behind, missing, silent;
+  const int64_t now = WallMs();
+  const int64_t stale_ms = 3 * FLAGS_comm_watchdog_interval_ms + 1000;
+  for (int r = 0; r < size; ++r) {
+    Progress p;
+    try {
+      if (r == self_rank) {
+        p = LocalProgress(self.Snapshot());  // this rank's own: as of now
+      } else if (store.check({ProgressKey(r)})) {
+        p = Decode(store.get_string(ProgressKey(r)));
+      }
+    } catch (const std::exception& e) {
+      msg << " (cannot read rank " << r << "'s progress: " << e.what() << ")";
+    }
+    if (!p.present) {
+      missing.push_back(r);
+      continue;
+    }
+    if (now - p.wall_ms > stale_ms) silent.push_back(r);
+    std::string position =
+        p.pending_seq >= 0
+            ? "at seq " + std::to_string(p.pending_seq) + " (" + p.pending + ")"
+            : "at seq " + std::to_string(p.completed) +
+                  " (nothing pending: it has not issued seq " + std::to_string(p.completed + 1) +
+                  ")";
+    at[position].push_back(r);
+    if (!op.is_p2p() && p.issued < static_cast<int64_t>(op.seq)) behind.push_back(r);
+  }
+  if (op.is_p2p()) {
+    // Only the two ends take part: the peer is the one to look at.
+    msg << "\n  Peer of this point-to-point op: "
+        << (op.peer >= 0 && op.peer < size ? "rank " + std::to_string(op.peer) : "unknown")
+        << ".";
+  } else {
+    // A rank that never published is behind too, as far as anyone can tell.
+    std::vector<int> all_behind = behind;
+    all_behind.insert(all_behind.end(), missing.begin(), missing.end());
+    std::sort(all_behind.begin(), all_behind.end());
+    msg << "\n  Ranks behind (have not issued seq " << op.seq
+        << "): " << (all_behind.empty() ? "none" : RankList(all_behind)) << ".";
+  }
+  for (auto& [position, ranks] : at) {
+    msg << "\n  " << RankList(ranks) << (ranks.size() == 1 ? " is " : " are ") << position << ";";
+  }
+  msg << "\n  Never published progress (never joined, or died before): "
+      << (missing.empty() ? "none" : RankList(missing)) << ".";
+  msg << "\n  No heartbeat for more than " << stale_ms << " ms (dead or hung): "
+      << (silent.empty() ? "none" : RankList(silent)) << ".";
+  return msg.str();
+}
+
+std::string WatchTarget::ReportFor(const OpDesc& op, std::chrono::milliseconds budget) {
+  if (!watched_.load()) return "";
+  // The store is asked only while this rank's heartbeat gets through to it: otherwise it is
+  // likely unreachable, and the caller is told at once instead of after the budget.
+  const int64_t published = published_ms_.load();
+  if (published == 0) {
+    return "\n  (Which ranks are behind is unknown: no heartbeat of this rank has reached the "
+           "store yet.)";
+  }
+  const int64_t since = WallMs() - published;
+  if (since > 2 * int64_t{FLAGS_comm_watchdog_interval_ms} + 500) {
+    return "\n  (Which ranks are behind is unknown: this rank's heartbeat has not reached the "
+           "store for " + std::to_string(since) + " ms.)";
+  }
+  // The reads run on a thread of their own, on a connection of their own: a store behind a
+  // partition would hold a client for its timeout plus a reply grace. The thread owns
+  // everything it touches.
+  auto outcome = std::make_shared<std::promise<std::string>>();
+  std::future<std::string> report = outcome->get_future();
+  std::thread([store = store_, size = size_, rank = rank_, recorder = recorder_, op, budget,
+               outcome] {
+    try {
+      std::shared_ptr<phi::distributed::Store> own = store->Clone();
+      if (own) own->set_timeout(budget);
+      outcome->set_value(ProgressReport(own ? *own : *store, size, op, rank, *recorder));
+    } catch (...) {
+      outcome->set_exception(std::current_exception());
+    }
+  }).detach();
+  if (report.wait_for(budget) != std::future_status::ready) {
+    return "\n  (Which ranks are behind is unknown: the store did not answer within " +
+           std::to_string(budget.count()) + " ms.)";
+  }
+  try {
+    return report.get();
+  } catch (const std::exception& e) {
+    return "\n  (Which ranks are behind is unknown: " + std::string(e.what()) + ")";
+  }
+}
+
 WatchTarget::WatchTarget(std::string describe, int gid, int rank, int size,
                          std::chrono::milliseconds timeout,
                          std::shared_ptr<FlightRecorder> recorder,
@@ -345,6 +422,7 @@ void WatchTarget::Retire() {
 void WatchGroup(const std::shared_ptr<WatchTarget>& target) {
   if (!FLAGS_comm_watchdog || !target || target->size_ < 2 || !target->store_) return;
   Watchdog::Get().Add(target);
+  target->watched_.store(true);
 }
 
 int DumpFlightRecorders(const std::string& dir) { return Watchdog::Get().DumpAll(dir); }

@@ -15,6 +15,7 @@
 // or "log". SIGUSR1 dumps every group's flight recorder.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -41,6 +42,14 @@ class WatchTarget {
               std::function<void(const std::string&)> fail);
   void Retire();
 
+  // The progress report for `op` (see ProgressReport below) read on a thread and a store
+  // connection of their own and waited for at most `budget`: for a caller whose wait on
+  // `op` timed out. "" when the watchdog does not watch this group (no progress published).
+  // When this rank's heartbeat has not reached the store yet, or not for more than two
+  // intervals (+ 500 ms), the store is not asked (it is likely unreachable) and the report
+  // says so at once.
+  std::string ReportFor(const OpDesc& op, std::chrono::milliseconds budget);
+
  private:
   friend class Watchdog;
   friend void WatchGroup(const std::shared_ptr<WatchTarget>& target);
@@ -52,7 +61,19 @@ class WatchTarget {
   std::mutex mu_;  // guards fail_ and retired_; held while the watchdog acts on the group
   std::function<void(const std::string&)> fail_;
   bool retired_ = false;
+  std::atomic<bool> watched_{false};  // registered: the heartbeat publishes its progress
+  std::atomic<int64_t> published_ms_{0};  // wall clock of the last heartbeat the store took
 };
+
+// Who is behind on `op` of a group of `size` ranks, from the progress each rank published on
+// the watchdog's heartbeat: for a collective the ranks that have not issued its collective
+// seq ("Ranks behind (have not issued seq 4): rank 2."), for a point-to-point op its peer;
+// then each distinct position with its ranks, the ranks that never published, and those
+// whose heartbeat stopped. Reads only published keys (check, then get): never waits for one.
+// Rank `self_rank`'s own progress is taken from its flight recorder `self`, as of now.
+// Starts with a newline.
+std::string ProgressReport(phi::distributed::Store& store, int size, const OpDesc& op,
+                           int self_rank, const FlightRecorder& self);
 
 // Registers `target` with the process's watchdog (started on first use; a no-op when
 // FLAGS_comm_watchdog is off).

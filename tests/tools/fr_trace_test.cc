@@ -4,6 +4,8 @@
 // the op. fr_trace itself is also run on the dumps.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "tests/tools/tools_test_util.h"
 
 namespace paddle_like {
@@ -34,6 +36,40 @@ TEST(HangDiagnosis, TheWatchdogAndTheLauncherNameTheRankThatSkippedAnAllReduce) 
   auto none = RunProc({FR_TRACE_BIN, logs.path()});
   EXPECT_EQ(none.exit_code(), 1);
   EXPECT_NE(none.output.find("no flight-recorder dump"), std::string::npos) << none.output;
+}
+#endif
+
+#if defined(FR_TRACE_BIN)
+// Collectives are compared by their collective seq; the point-to-point ops that ranks 0 and 1
+// exchanged (rank 2 took no part) carry the last collective seq and a p2p_seq of their own,
+// and are no divergence.
+TEST(FrTrace, PointToPointOpsDoNotShiftTheCollectiveComparison) {
+  TempDir dumps;
+  auto write = [&](int rank, const std::string& ops) {
+    std::ofstream f(dumps.path() + "/fr_g5_r" + std::to_string(rank) + ".txt");
+    f << "# process group 5 (rank " << rank << "/3) size=3\n" << ops;
+  };
+  const std::string all_reduce_1 =
+      "seq=1 op=AllReduce dtype=float32 in=4 out=4 peer=-1 red=0 tag=0 p2p_seq=0 "
+      "state=completed age_us=9 done_us=5 name=\n";
+  const std::string all_reduce_2 =
+      "seq=2 op=AllReduce dtype=float32 in=8 out=8 peer=-1 red=0 tag=0 p2p_seq=0 "
+      "state=started age_us=9 done_us=0 name=\n";
+  auto p2p = [](const char* op, int peer, int p2p_seq) {
+    return std::string("seq=1 op=") + op + " dtype=float32 in=1 out=1 peer=" +
+           std::to_string(peer) + " red=-1 tag=0 p2p_seq=" + std::to_string(p2p_seq) +
+           " state=completed age_us=9 done_us=5 name=\n";
+  };
+  write(0, all_reduce_1 + p2p("Send", 1, 1) + p2p("Recv", 1, 2) + all_reduce_2);
+  write(1, all_reduce_1 + p2p("Recv", 0, 1) + p2p("Send", 0, 2));
+  write(2, all_reduce_1 + all_reduce_2);
+  auto r = RunProc({FR_TRACE_BIN, dumps.path()});
+  EXPECT_EQ(r.exit_code(), 0) << r.output;
+  EXPECT_NE(r.output.find("first divergence at seq 2:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("ranks 0, 2 issued AllReduce float32 in=8"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("rank 1 never issued seq 2 (its last op is seq 1: AllReduce"),
+            std::string::npos) << r.output;
 }
 #endif
 

@@ -15,7 +15,8 @@ namespace tools {
 namespace {
 
 struct Op {
-  int64_t seq = 0;
+  int64_t seq = 0;      // the collective number (a P2P op: the last collective before it)
+  int64_t p2p_seq = 0;  // 0 for a collective; absent in dumps from before P2P numbering
   std::map<std::string, std::string> fields;  // op, dtype, in, out, peer, red, tag, state, ...
   // What must agree across ranks.
   std::string Signature() const {
@@ -41,6 +42,8 @@ struct Op {
 
 struct RankDump {
   int size = 0;
+  // The collectives by seq: every rank issues them in the same order, so they are compared
+  // across ranks. Point-to-point ops involve their two ends only and are not.
   std::map<int64_t, Op> ops;
 };
 
@@ -59,6 +62,8 @@ Op ParseLine(const std::string& line, const std::string& where) {
   auto seq = op.fields.find("seq");
   if (seq == op.fields.end()) throw std::runtime_error(where + ": no seq");
   op.seq = std::stoll(seq->second);
+  auto p2p = op.fields.find("p2p_seq");
+  if (p2p != op.fields.end()) op.p2p_seq = std::stoll(p2p->second);
   return op;
 }
 
@@ -168,7 +173,7 @@ std::string AnalyzeFlightRecorderDumps(const std::string& dir) {
         continue;
       }
       Op op = ParseLine(line, dir + "/" + name + ":" + std::to_string(n));
-      dump.ops[op.seq] = std::move(op);
+      if (op.p2p_seq == 0) dump.ops[op.seq] = std::move(op);
     }
     if (dump.size <= 0) throw std::runtime_error(dir + "/" + name + ": no '# ... size=N' header");
     groups[gid][rank] = std::move(dump);

@@ -1,7 +1,8 @@
 // Reads the flight-recorder dumps the comm watchdog writes (fr_g<gid>_r<rank>.txt, see
-// distributed/watchdog.h) and finds, per group, the first sequence number where the ranks
-// diverge: a rank that never issued it, or ranks that issued different ops (type, dtype,
-// sizes, root/peer, reduce op). tools/fr_trace prints it; launch prints it after a watchdog
+// distributed/watchdog.h) and finds, per group, the first collective sequence number where
+// the ranks diverge: a rank that never issued it, or ranks that issued different ops (type,
+// dtype, sizes, root/peer, reduce op). Point-to-point ops (p2p_seq != 0) involve their two
+// ends only and are not compared. tools/fr_trace prints it; launch prints it after a watchdog
 // timeout.
 #pragma once
 
