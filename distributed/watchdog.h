@@ -3,7 +3,8 @@
 // when nobody waits on the op, and says who is behind.
 //
 // Each group publishes its progress through its own store, on the watchdog's heartbeat (not
-// per op): "wd/<rank>" = "<beat> <last issued seq> <last completed seq> <oldest pending op>".
+// per op): "wd/<rank>" = "<beat> <last issued seq> <last completed seq> <oldest pending op>",
+// in collective seqs (OpDesc::seq; point-to-point ops are numbered apart and not compared).
 // When an op is past its group's timeout and nobody has been told (no Wait raised it), the
 // watchdog reads every rank's entry and reports, e.g.
 //   rank 2 is at seq 4 (nothing pending: it has not issued seq 5);
@@ -12,7 +13,8 @@
 // the flight recorder to FLAGS_comm_dump_dir (tools/fr_trace reads those files), then acts
 // on FLAGS_comm_watchdog_action: "abort" (exit code 70), "fail" (the group's pending ops end
 // with the report as a Timeout error and its communicator is aborted, the process lives),
-// or "log". SIGUSR1 dumps every group's flight recorder.
+// or "log". SIGUSR1 dumps every group's flight recorder. The same report, built from the
+// same published progress, ends every timeout a Wait raises (WatchTarget::ReportFor).
 #pragma once
 
 #include <atomic>

@@ -22,10 +22,13 @@ using phi::DenseTensor;
 
 // Ranks 0 and 2 all-reduce on a group with a 1.5 s timeout while rank 1 sleeps; with
 // `p2p_first`, ranks 0 and 1 first exchange three messages each way that rank 2 takes no part
-// in. Ranks 0 and 2 check the error they raise.
-void RankOneSleepsThroughAnAllReduce(int gid, bool p2p_first) {
+// in. With `sync`, the all-reduce is a sync op: it runs on the calling thread, and the
+// watchdog ends it (FLAGS_comm_watchdog_action=fail) with its report as the TimeoutError;
+// otherwise it is async and waited on. Ranks 0 and 2 check the error they raise.
+void RankOneSleepsThroughAnAllReduce(int gid, bool p2p_first, bool sync = false) {
   RunRanks(3, [&](const RankContext& ctx) {
     FLAGS_comm_watchdog_interval_ms = 200;
+    if (sync) FLAGS_comm_watchdog_action = "fail";
     ProcessGroupGloo pg(ctx.store, ctx.rank, 3, gid, std::chrono::milliseconds(1500));
     if (p2p_first && ctx.rank < 2) {
       for (int i = 0; i < 3; ++i) {
@@ -46,7 +49,7 @@ void RankOneSleepsThroughAnAllReduce(int gid, bool p2p_first) {
     } else {
       auto t = DenseTensor::FromVector<float>({1.f});
       try {
-        pg.AllReduce(&t, t, {}, /*sync_op=*/false, false)->Wait();
+        pg.AllReduce(&t, t, {}, /*sync_op=*/sync, false)->Wait();
         ADD_FAILURE() << "rank " << ctx.rank << ": the all-reduce without rank 1 completed";
       } catch (const phi::TimeoutError& e) {
         std::string m = e.what();
@@ -75,6 +78,10 @@ TEST(TimeoutDiagnosis, AWaitedAllReduceNamesTheRankThatHasNotIssuedIt) {
 
 TEST(TimeoutDiagnosis, PointToPointTrafficBeforeDoesNotShiftWhoIsBehind) {
   RankOneSleepsThroughAnAllReduce(/*gid=*/42, /*p2p_first=*/true);
+}
+
+TEST(TimeoutDiagnosis, ASyncAllReduceEndedByTheWatchdogNamesTheRankThatHasNotIssuedIt) {
+  RankOneSleepsThroughAnAllReduce(/*gid=*/43, /*p2p_first=*/true, /*sync=*/true);
 }
 
 }  // namespace
