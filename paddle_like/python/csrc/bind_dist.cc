@@ -38,6 +38,14 @@ auto NoGil(Fn&& fn) {
   return fn();
 }
 
+// Runs an op without the GIL; hands Python the Work of an async op only (a sync op has
+// been waited for already: wrapping its Work would be pure overhead on every call).
+template <typename Fn>
+py::object Issue(bool async_op, Fn&& fn) {
+  WorkPtr work = NoGil(std::forward<Fn>(fn));
+  return async_op ? py::cast(std::move(work)) : py::none();
+}
+
 void BindGroupAndWork(py::module_& m) {
   py::class_<dist::Group, GroupPtr>(m, "Group")
       .def_property_readonly("name", &dist::Group::name)
@@ -127,27 +135,27 @@ void BindCollectives(py::module_& m) {
   auto op_of = [](int op) { return static_cast<ReduceOp>(op); };
   m.def("all_reduce", [op_of](py::handle t, int op, GroupPtr g, bool async_op, double premul) {
     auto x = TensorFromBuffer(t, true, "all_reduce tensor");
-    return NoGil([&] { return dist::all_reduce(&x, op_of(op), Opts(g, async_op, premul)); });
+    return Issue(async_op, [&] { return dist::all_reduce(&x, op_of(op), Opts(g, async_op, premul)); });
   });
   m.def("broadcast", [](py::handle t, int src, GroupPtr g, bool async_op) {
     auto x = TensorFromBuffer(t, true, "broadcast tensor");
-    return NoGil([&] { return dist::broadcast(&x, src, Opts(g, async_op)); });
+    return Issue(async_op, [&] { return dist::broadcast(&x, src, Opts(g, async_op)); });
   });
   m.def("reduce", [op_of](py::handle t, int dst, int op, GroupPtr g, bool async_op,
                           double premul) {
     auto x = TensorFromBuffer(t, true, "reduce tensor");
-    return NoGil([&] { return dist::reduce(&x, dst, op_of(op), Opts(g, async_op, premul)); });
+    return Issue(async_op, [&] { return dist::reduce(&x, dst, op_of(op), Opts(g, async_op, premul)); });
   });
   m.def("all_gather_into_tensor", [](py::handle out, py::handle in, GroupPtr g, bool async_op) {
     auto o = TensorFromBuffer(out, true, "all_gather output");
     auto i = TensorFromBuffer(in, false, "all_gather input");
-    return NoGil([&] { return dist::all_gather_into_tensor(&o, i, Opts(g, async_op)); });
+    return Issue(async_op, [&] { return dist::all_gather_into_tensor(&o, i, Opts(g, async_op)); });
   });
   m.def("reduce_scatter_tensor", [op_of](py::handle out, py::handle in, int op, GroupPtr g,
                                          bool async_op, double premul) {
     auto o = TensorFromBuffer(out, true, "reduce_scatter output");
     auto i = TensorFromBuffer(in, false, "reduce_scatter input");
-    return NoGil([&] {
+    return Issue(async_op, [&] {
       return dist::reduce_scatter_tensor(&o, i, op_of(op), Opts(g, async_op, premul));
     });
   });
@@ -155,42 +163,42 @@ void BindCollectives(py::module_& m) {
                                   bool async_op, double premul) {
     auto o = TensorFromBuffer(out, true, "reduce_scatter output");
     auto i = TensorsFromList(ins, false, "reduce_scatter input_list");
-    return NoGil([&] { return dist::reduce_scatter(&o, i, op_of(op), Opts(g, async_op, premul)); });
+    return Issue(async_op, [&] { return dist::reduce_scatter(&o, i, op_of(op), Opts(g, async_op, premul)); });
   });
   m.def("all_to_all_single", [](py::handle out, py::handle in, std::vector<int64_t> out_splits,
                                 std::vector<int64_t> in_splits, GroupPtr g, bool async_op) {
     auto o = TensorFromBuffer(out, true, "all_to_all_single output");
     auto i = TensorFromBuffer(in, false, "all_to_all_single input");
-    return NoGil([&] {
+    return Issue(async_op, [&] {
       return dist::all_to_all_single(&o, i, out_splits, in_splits, Opts(g, async_op));
     });
   });
   m.def("all_to_all", [](py::handle outs, py::handle ins, GroupPtr g, bool async_op) {
     auto o = TensorsFromList(outs, true, "all_to_all output_tensor_list");
     auto i = TensorsFromList(ins, false, "all_to_all input_tensor_list");
-    return NoGil([&] { return dist::all_to_all(&o, i, Opts(g, async_op)); });
+    return Issue(async_op, [&] { return dist::all_to_all(&o, i, Opts(g, async_op)); });
   });
   // gather_list / scatter_list: None off the root.
   m.def("gather", [](py::handle t, py::object list, int dst, GroupPtr g, bool async_op) {
     auto x = TensorFromBuffer(t, false, "gather tensor");
     std::vector<DenseTensor> outs;
     if (!list.is_none()) outs = TensorsFromList(list, true, "gather gather_list");
-    return NoGil([&] { return dist::gather(x, &outs, dst, Opts(g, async_op)); });
+    return Issue(async_op, [&] { return dist::gather(x, &outs, dst, Opts(g, async_op)); });
   });
   m.def("gather_into_tensor", [](py::handle out, py::handle in, int dst, GroupPtr g,
                                  bool async_op) {
     auto o = TensorFromBuffer(out, true, "gather output");
     auto i = TensorFromBuffer(in, false, "gather input");
-    return NoGil([&] { return dist::gather_into_tensor(&o, i, dst, Opts(g, async_op)); });
+    return Issue(async_op, [&] { return dist::gather_into_tensor(&o, i, dst, Opts(g, async_op)); });
   });
   m.def("scatter", [](py::handle t, py::object list, int src, GroupPtr g, bool async_op) {
     auto x = TensorFromBuffer(t, true, "scatter tensor");
     std::vector<DenseTensor> ins;
     if (!list.is_none()) ins = TensorsFromList(list, false, "scatter scatter_list");
-    return NoGil([&] { return dist::scatter(&x, ins, src, Opts(g, async_op)); });
+    return Issue(async_op, [&] { return dist::scatter(&x, ins, src, Opts(g, async_op)); });
   });
   m.def("barrier", [](GroupPtr g, bool async_op, std::vector<int> device_ids) {
-    return NoGil([&] { return dist::barrier(Opts(g, async_op), device_ids); });
+    return Issue(async_op, [&] { return dist::barrier(Opts(g, async_op), device_ids); });
   });
   m.def("isend", [](py::handle t, int dst, GroupPtr g, int tag) {
     auto x = TensorFromBuffer(t, false, "isend tensor");
@@ -221,7 +229,7 @@ void BindCollectives(py::module_& m) {
     auto xs = TensorsFromList(ts, true, "all_reduce_coalesced tensors");
     std::vector<DenseTensor*> ptrs;
     for (auto& x : xs) ptrs.push_back(&x);
-    return NoGil([&] {
+    return Issue(async_op, [&] {
       return dist::all_reduce_coalesced(ptrs, op_of(op), Opts(g, async_op, premul));
     });
   });
@@ -229,13 +237,13 @@ void BindCollectives(py::module_& m) {
                                           bool async_op) {
     auto o = TensorsFromList(outs, true, "all_gather_single_coalesced outputs");
     auto i = TensorsFromList(ins, false, "all_gather_single_coalesced inputs");
-    return NoGil([&] { return dist::all_gather_single_coalesced(&o, i, Opts(g, async_op)); });
+    return Issue(async_op, [&] { return dist::all_gather_single_coalesced(&o, i, Opts(g, async_op)); });
   });
   m.def("reduce_scatter_single_coalesced", [op_of](py::handle outs, py::handle ins, int op,
                                                    GroupPtr g, bool async_op, double premul) {
     auto o = TensorsFromList(outs, true, "reduce_scatter_single_coalesced outputs");
     auto i = TensorsFromList(ins, false, "reduce_scatter_single_coalesced inputs");
-    return NoGil([&] {
+    return Issue(async_op, [&] {
       return dist::reduce_scatter_single_coalesced(&o, i, op_of(op), Opts(g, async_op, premul));
     });
   });

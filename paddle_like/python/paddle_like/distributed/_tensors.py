@@ -58,6 +58,8 @@ def numel(obj) -> int:
 
 
 def is_complex(obj) -> bool:
+    if isinstance(obj, np.ndarray):
+        return obj.dtype.kind == "c"
     return "complex" in dtype_name(obj)
 
 

@@ -535,6 +535,10 @@ def _check_reduce(op, tensors) -> int:
     op = int(op)
     if not 0 <= op <= ReduceOp.PREMUL_SUM:
         raise ValueError(f"Invalid reduce op {op}")
-    if any(T.is_complex(t) for t in tensors) and not supports_complex(op):
+    if op in _NOT_FOR_COMPLEX and any(T.is_complex(t) for t in tensors):
         raise RuntimeError("reduction operation does not support complex tensors")
     return op
+
+
+_NOT_FOR_COMPLEX = frozenset(op for op in range(ReduceOp.PREMUL_SUM + 1)
+                             if not supports_complex(op))
