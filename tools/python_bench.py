@@ -16,17 +16,7 @@ import time
 import numpy as np
 
 import paddle_like.distributed as dist
-
-
-def parse_size(s):
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    s = s.strip()
-    return int(float(s[:-1]) * mult[s[-1].upper()]) if s[-1].upper() in mult else int(s)
-
-
-def percentile(v, p):
-    v = sorted(v)
-    return v[max(1, min(len(v), int(-(-p * len(v) // 100)))) - 1]
+from bench_common import parse_size, percentile  # tools/bench_common.py
 
 
 def main():

@@ -25,22 +25,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
+from bench_common import parse_size, percentile  # noqa: E402 (tools/bench_common.py)
 
 torch.set_num_threads(1)
-
-
-def parse_size(s):
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    s = s.strip()
-    if s and s[-1].upper() in mult:
-        return int(float(s[:-1]) * mult[s[-1].upper()])
-    return int(s)
-
-
-def percentile(v, p):
-    v = sorted(v)
-    k = max(1, min(len(v), int(-(-p * len(v) // 100))))
-    return v[k - 1]
 
 
 def bench_allreduce(args, rank, size):

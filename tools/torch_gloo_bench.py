@@ -16,20 +16,7 @@ import socket
 import statistics
 import sys
 import time
-
-
-def parse_size(s):
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    s = s.strip()
-    if s and s[-1].upper() in mult:
-        return int(float(s[:-1]) * mult[s[-1].upper()])
-    return int(s)
-
-
-def percentile(v, p):
-    v = sorted(v)
-    k = max(1, min(len(v), int(-(-p * len(v) // 100))))
-    return v[k - 1]
+from bench_common import parse_size, percentile  # tools/bench_common.py
 
 
 def worker(rank, world, port, sizes, iters, rounds, warmup, out_path):
