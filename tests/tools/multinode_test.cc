@@ -254,10 +254,16 @@ void PartitionMidAllReduce(int cut_node) {
   PrintDetection(cut_node == 0 ? "store's node cut off mid all-reduce"
                                : "partition mid all-reduce",
                  at);
+  // The op's error, or the comm watchdog's report when it acts first (it aborts by default),
+  // follows the naming: a timeout error first asks the store who is behind (up to its
+  // report budget), so it is waited for here rather than read at once.
+  WaitUntil(ranks, t0, std::chrono::seconds(kTimeoutS + 5), [](int, const std::string& out) {
+    return out.find("TimeoutError") != std::string::npos ||
+           out.find("Watchdog: ") != std::string::npos;
+  });
   for (size_t r = 0; r < ranks.size(); ++r) {
     EXPECT_GE(at[r], 0) << "rank " << r << " named nobody:\n" << ranks[r]->Poll();
     EXPECT_LE(at[r], kTimeoutS + 2.0) << "rank " << r << "\n" << ranks[r]->Poll();
-    // The op's error, or the comm watchdog's report when it acts first (it aborts by default).
     const std::string& out = ranks[r]->Poll();
     EXPECT_TRUE(out.find("TimeoutError") != std::string::npos ||
                 out.find("Watchdog: ") != std::string::npos)
