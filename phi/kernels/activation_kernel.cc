@@ -10,45 +10,8 @@ using namespace kernels_internal;  // NOLINT: the kernels' own helpers
 
 namespace {
 
-// out[i] = f(a[i]) (unary) or f(a[i], b[i]) over floating tensors, computed in double for the
-// transcendental forms (exact to the output type).
-template <typename F>
-void Map1(const DenseTensor& a, DenseTensor* out, const char* kernel, F f) {
-  CheckCpuInput(a, kernel, "x");
-  CheckFloating(a, kernel, "x");
-  VisitFloating(a.dtype(), kernel, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    DenseTensor result(CPUPlace(), a.dtype(), a.dims());
-    const T* pa = a.data<T>();
-    T* po = result.data<T>();
-    for (int64_t i = 0, count = a.numel(); i < count; ++i) {
-      po[i] = static_cast<T>(f(static_cast<double>(pa[i])));
-    }
-    *out = std::move(result);
-  });
-}
-
-template <typename F>
-void Map2(const DenseTensor& a, const DenseTensor& b, DenseTensor* out, const char* kernel,
-          F f) {
-  CheckCpuInput(a, kernel, "x");
-  CheckCpuInput(b, kernel, "dout");
-  CheckFloating(a, kernel, "x");
-  CheckSameShape(a, b, kernel);
-  VisitFloating(a.dtype(), kernel, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    DenseTensor result(CPUPlace(), a.dtype(), a.dims());
-    const T* pa = a.data<T>();
-    const T* pb = b.data<T>();
-    T* po = result.data<T>();
-    for (int64_t i = 0, count = a.numel(); i < count; ++i) {
-      po[i] = static_cast<T>(f(static_cast<double>(pa[i]), static_cast<double>(pb[i])));
-    }
-    *out = std::move(result);
-  });
-}
-
-// Map1 / Map2 with f applied to the element type T itself (f must be exact in T).
+// out[i] = f(a[i]) (unary) or f(a[i], b[i]) over floating tensors, with f applied to the
+// element type T itself (f must be exact in T).
 template <typename F>
 void Map1Typed(const DenseTensor& a, DenseTensor* out, const char* kernel, F f) {
   CheckCpuInput(a, kernel, "x");
@@ -78,6 +41,23 @@ void Map2Typed(const DenseTensor& a, const DenseTensor& b, DenseTensor* out,
     T* po = result.data<T>();
     for (int64_t i = 0, count = a.numel(); i < count; ++i) po[i] = f(pa[i], pb[i]);
     *out = std::move(result);
+  });
+}
+
+// The same with f computed in double, for the transcendental forms (exact to the output
+// type).
+template <typename F>
+void Map1(const DenseTensor& a, DenseTensor* out, const char* kernel, F f) {
+  Map1Typed(a, out, kernel, [&f](auto v) {
+    return static_cast<decltype(v)>(f(static_cast<double>(v)));
+  });
+}
+
+template <typename F>
+void Map2(const DenseTensor& a, const DenseTensor& b, DenseTensor* out, const char* kernel,
+          F f) {
+  Map2Typed(a, b, out, kernel, [&f](auto x, auto y) {
+    return static_cast<decltype(x)>(f(static_cast<double>(x), static_cast<double>(y)));
   });
 }
 
