@@ -19,6 +19,9 @@ GroupPtr ResolveGroup(const GroupPtr& group, const char* op);
 std::shared_ptr<Store> RootStore();
 int InitRank();
 
+// "0, 2, 3" ("none" when empty): ranks as every message of paddle_like::dist lists them.
+std::string RankList(const std::vector<int>& ranks);
+
 // "cuda" for a GPU tensor, "cpu" otherwise: the key of a group's backend map.
 std::string DeviceOf(const phi::DenseTensor& t);
 

@@ -41,12 +41,6 @@ std::vector<int> Decode(const std::string& s) {
   return out;
 }
 
-std::string List(const std::vector<int>& ranks) {
-  std::string out;
-  for (int r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
-  return out.empty() ? "none" : out;
-}
-
 // This process's heartbeat: a thread bumping its counter on its own store connection.
 class Heartbeat {
  public:
@@ -203,7 +197,7 @@ ShrinkResult agree_and_shrink(const GroupPtr& group, const ElasticOptions& optio
                    phi::errors::Timeout(
                        "agree_and_shrink on group '%s': ranks %s are alive (their heartbeats "
                        "move) but did not join the shrink within %lld ms.",
-                       group->name().c_str(), List(waiting).c_str(),
+                       group->name().c_str(), RankList(waiting).c_str(),
                        static_cast<long long>(join_timeout.count())));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -216,7 +210,7 @@ ShrinkResult agree_and_shrink(const GroupPtr& group, const ElasticOptions& optio
                      "%s; this rank can no longer take part.",
                      group->name().c_str(), me,
                      static_cast<long long>(options.heartbeat_deadline.count()),
-                     List(survivors).c_str()));
+                     RankList(survivors).c_str()));
   ShrinkResult result;
   for (int r : members) {
     if (std::find(survivors.begin(), survivors.end(), r) == survivors.end()) {
@@ -229,7 +223,7 @@ ShrinkResult agree_and_shrink(const GroupPtr& group, const ElasticOptions& optio
     result.group = shrink_group(lost_in_group, group);
   }
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  LOG(INFO) << "elastic: group '" << group->name() << "' lost ranks " << List(result.lost)
+  LOG(INFO) << "elastic: group '" << group->name() << "' lost ranks " << RankList(result.lost)
             << "; " << survivors.size() << " remain (agreed in " << result.seconds << " s)";
   return result;
 }

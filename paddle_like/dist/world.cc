@@ -10,6 +10,7 @@
 
 #include "distributed/backend_registry.h"
 #include "distributed/process_group_with_stream.h"
+#include "paddle_like/dist/dist_internal.h"
 #include "paddle_like/dist/distributed.h"
 #include "phi/core/distributed/store/prefix_store.h"
 #include "phi/core/distributed/store/rendezvous.h"
@@ -487,16 +488,11 @@ int InitRank() { return World::Get().init_rank(); }
 
 static GroupPtr Or(const GroupPtr& g) { return g ? g : world(); }
 
-static const GroupPtr& Member(const GroupPtr& g, const char* what) {
+static GroupPtr Member(GroupPtr g, const char* what) {
   PADDLE_ENFORCE(g->is_member(), phi::errors::InvalidArgument(
                                      "%s: invalid process group: this rank is not in group "
                                      "'%s' (ranks %s).",
-                                     what, g->name().c_str(), [&] {
-                                       std::string s;
-                                       for (int r : g->ranks())
-                                         s += (s.empty() ? "" : ",") + std::to_string(r);
-                                       return s;
-                                     }().c_str()));
+                                     what, g->name().c_str(), RankList(g->ranks()).c_str()));
   return g;
 }
 
