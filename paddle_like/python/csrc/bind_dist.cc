@@ -31,7 +31,8 @@ dist::CollectiveOptions Opts(const GroupPtr& group, bool async_op, double premul
 
 milliseconds Ms(int64_t ms) { return ms < 0 ? dist::kUnsetTimeout : milliseconds(ms); }
 
-// Runs `fn` without the GIL: the op may block on peers (or on the comm stream).
+// Runs `fn` without the GIL: the op may block on peers (or on the comm stream). Returns
+// what fn returns (void included).
 template <typename Fn>
 auto NoGil(Fn&& fn) {
   py::gil_scoped_release nogil;
@@ -71,7 +72,7 @@ void BindGroupAndWork(py::module_& m) {
              if (auto e = w.exception()) std::rethrow_exception(e);
            })
       .def("source_rank", &dist::Work::source_rank)
-      .def("abort", [](dist::Work& w) { NoGil([&] { w.abort(); return 0; }); });
+      .def("abort", [](dist::Work& w) { NoGil([&] { w.abort(); }); });
 }
 
 void BindWorld(py::module_& m) {
@@ -88,12 +89,12 @@ void BindWorld(py::module_& m) {
         o.rank = rank;
         o.group_name = group_name;
         o.timeout = Ms(timeout_ms);
-        NoGil([&] { dist::init_process_group(o); return 0; });
+        NoGil([&] { dist::init_process_group(o); });
       },
       py::arg("backend"), py::arg("init_method"), py::arg("store"), py::arg("world_size"),
       py::arg("rank"), py::arg("group_name"), py::arg("timeout_ms"));
   m.def("destroy_process_group", [](const GroupPtr& g) {
-    NoGil([&] { dist::destroy_process_group(g); return 0; });
+    NoGil([&] { dist::destroy_process_group(g); });
   });
   m.def("is_initialized", &dist::is_initialized);
   m.def("world", &dist::world);
@@ -126,7 +127,7 @@ void BindWorld(py::module_& m) {
     return NoGil([&] { return dist::shrink_group(exclude, g, o); });
   });
   m.def("monitored_barrier", [](const GroupPtr& g, int64_t timeout_ms, bool wait_all_ranks) {
-    NoGil([&] { dist::monitored_barrier(g, Ms(timeout_ms), wait_all_ranks); return 0; });
+    NoGil([&] { dist::monitored_barrier(g, Ms(timeout_ms), wait_all_ranks); });
   });
 }
 

@@ -1,6 +1,7 @@
 #include "tensor_bridge.h"
 
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "phi/core/errors.h"
@@ -27,6 +28,13 @@ class PyBufferAllocation : public phi::Allocation {
 
  private:
   Py_buffer* view_;
+};
+
+struct BufferRelease {
+  void operator()(Py_buffer* view) const {
+    PyBuffer_Release(view);
+    delete view;
+  }
 };
 
 phi::DataType DTypeOf(const Py_buffer& view, const char* what) {
@@ -124,6 +132,30 @@ phi::DataType DTypeOf(const DLDataType& t, const std::string& hint, const char* 
                        std::to_string(t.lanes) + " lanes) is not supported");
 }
 
+// Whether `dims` laid out with `strides` (in units of `unit` bytes per element step; null:
+// row-major by definition) is row-major contiguous. Unit dims may have any stride, and an
+// empty tensor is contiguous.
+bool IsRowMajor(const std::vector<int64_t>& dims, const int64_t* strides, int64_t unit) {
+  if (strides == nullptr) return true;
+  int64_t expect = unit, numel = 1;
+  bool contiguous = true;
+  for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
+    numel *= dims[i];
+    if (dims[i] != 1 && strides[i] != expect) contiguous = false;
+    expect *= dims[i];
+  }
+  return contiguous || numel == 0;
+}
+
+// The contiguous tensor of `dims` x `dtype` over `holder`'s memory.
+phi::DenseTensor MakeTensor(std::shared_ptr<phi::Allocation> holder, phi::DataType dtype,
+                            std::vector<int64_t> dims) {
+  phi::DenseTensorMeta meta;
+  meta.dtype = dtype;
+  meta.dims = phi::DDim(std::move(dims));
+  return phi::DenseTensor(std::move(holder), meta);
+}
+
 phi::DenseTensor TensorFromDLPack(const py::capsule& capsule, const std::string& hint,
                                   const char* what) {
   if (std::string(capsule.name() ? capsule.name() : "") != "dltensor") {
@@ -139,14 +171,8 @@ phi::DenseTensor TensorFromDLPack(const py::capsule& capsule, const std::string&
   }
   const phi::DataType dtype = DTypeOf(d.dtype, hint, what);
   std::vector<int64_t> dims(d.shape, d.shape + d.ndim);
-  int64_t numel = 1, expect = 1;
-  bool contiguous = true;
-  for (int i = d.ndim - 1; i >= 0; --i) {
-    numel *= dims[i];
-    if (d.strides != nullptr && dims[i] != 1 && d.strides[i] != expect) contiguous = false;
-    expect *= dims[i];
-  }
-  if (!contiguous && numel != 0) {
+  const int64_t numel = phi::DDim(dims).numel();
+  if (!IsRowMajor(dims, d.strides, 1)) {
     throw py::value_error(std::string(what) +
                           ": the tensor is not contiguous; collectives read and write memory "
                           "in place, so pass a contiguous tensor (.contiguous() copies)");
@@ -154,11 +180,8 @@ phi::DenseTensor TensorFromDLPack(const py::capsule& capsule, const std::string&
   // Consumed: from now on the deleter is ours to call (DLPack's protocol).
   PyCapsule_SetName(capsule.ptr(), "used_dltensor");
   void* data = static_cast<char*>(d.data) + d.byte_offset;
-  auto holder = std::make_shared<DLPackAllocation>(t, data, numel * phi::SizeOf(dtype));
-  phi::DenseTensorMeta meta;
-  meta.dtype = dtype;
-  meta.dims = phi::DDim(dims);
-  return phi::DenseTensor(holder, meta);
+  return MakeTensor(std::make_shared<DLPackAllocation>(t, data, numel * phi::SizeOf(dtype)),
+                    dtype, std::move(dims));
 }
 
 }  // namespace
@@ -187,39 +210,20 @@ phi::DenseTensor TensorFromBuffer(const py::handle& obj, bool writable, const ch
                           (writable ? ": the array is read-only, but this op writes it"
                                     : ": cannot read the array's buffer"));
   }
+  // Ours from here on: released (the GIL is held) unless handed to the allocation.
+  std::unique_ptr<Py_buffer, BufferRelease> owned(view);
   std::vector<int64_t> dims(view->shape, view->shape + view->ndim);
-  // Contiguous in row-major order (unit dims and empty arrays have arbitrary strides).
-  int64_t expect = view->itemsize;
-  bool contiguous = true;
-  int64_t numel = 1;
-  for (int i = view->ndim - 1; i >= 0; --i) {
-    numel *= dims[i];
-    if (dims[i] != 1 && view->strides[i] != expect) contiguous = false;
-    expect *= dims[i];
-  }
-  if (numel == 0) contiguous = true;
-  phi::DataType dtype;
-  try {
-    dtype = DTypeOf(*view, what);
-  } catch (...) {
-    PyBuffer_Release(view);
-    delete view;
-    throw;
-  }
-  if (!contiguous) {
-    PyBuffer_Release(view);
-    delete view;
+  const phi::DataType dtype = DTypeOf(*view, what);
+  const std::vector<int64_t> strides(view->strides, view->strides + view->ndim);  // bytes
+  if (!IsRowMajor(dims, strides.data(), view->itemsize)) {
     throw py::value_error(std::string(what) +
                           ": the array is not contiguous; collectives read and write memory "
                           "in place, so pass a C-contiguous array (numpy.ascontiguousarray "
                           "makes a copy whose result you then copy back)");
   }
-  const size_t bytes = static_cast<size_t>(numel) * view->itemsize;
-  auto holder = std::make_shared<PyBufferAllocation>(view, bytes);
-  phi::DenseTensorMeta meta;
-  meta.dtype = dtype;
-  meta.dims = phi::DDim(dims);
-  return phi::DenseTensor(holder, meta);
+  const size_t bytes = static_cast<size_t>(phi::DDim(dims).numel()) * view->itemsize;
+  return MakeTensor(std::make_shared<PyBufferAllocation>(owned.release(), bytes), dtype,
+                    std::move(dims));
 }
 
 std::vector<phi::DenseTensor> TensorsFromList(const py::handle& list, bool writable,
