@@ -55,9 +55,13 @@ class ProcessGroup:
         self.group_desc = group_desc or group_name
         self.backend = backend
         self._backend_config = backend_config or str(backend)
-        self._timeout_s = handle.timeout_ms / 1000.0
         self._pending_p2p_works: List[Work] = []
         self._destroyed = False
+
+    @property
+    def _timeout_s(self) -> float:
+        """The group's timeout as the runtime holds it (set_timeout changes it there)."""
+        return self._handle.timeout_ms / 1000.0
 
     def _group(self):
         if self._destroyed:
@@ -87,8 +91,7 @@ class ProcessGroup:
             raise TypeError("Expected timeout argument to be of type datetime.timedelta")
         if timeout.total_seconds() < 0:
             raise ValueError("timeout must be non-negative")
-        self._timeout_s = timeout.total_seconds()
-        _C.set_timeout(int(self._timeout_s * 1000), self._group())
+        _C.set_timeout(_ms(timeout.total_seconds()), self._group())
 
     def _retain_p2p_work(self, work):
         if work is not None:
@@ -268,7 +271,6 @@ def init_process_group(backend: Optional[str] = None, init_method: Optional[str]
     handle = _C.world()
     _rank_state[0] = handle.rank
     _world_group = ProcessGroup(handle, group_name or handle.name, selected, repr(config))
-    _world_group._timeout_s = timeout.total_seconds()
     GroupMember.WORLD = _world_group
 
 
@@ -349,10 +351,15 @@ def new_group(ranks: Optional[List[int]] = None, timeout: _dt.timedelta = defaul
         raise ValueError(f"ranks must be in the range [0, {world_size})")
     handle = _C.new_group(ranks, _ms(timeout.total_seconds()), repr(config),
                           bool(use_local_synchronization), bool(sort_ranks))
+    return _register_group(handle, selected, config, group_desc)
+
+
+def _register_group(handle, backend: str, config, group_desc):
+    """The ProcessGroup of a new C++ group, or NON_GROUP_MEMBER where this rank is not in
+    it (new_group and split_group)."""
     if handle is None or not handle.is_member:
         return GroupMember.NON_GROUP_MEMBER
-    pg = ProcessGroup(handle, handle.name, selected, repr(config), group_desc)
-    pg._timeout_s = timeout.total_seconds()
+    pg = ProcessGroup(handle, handle.name, backend, repr(config), group_desc)
     _groups[pg.group_name] = pg
     return pg
 
@@ -418,12 +425,7 @@ def split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None,
         parent._backend_config if backend is None else str(backend).lower())
     handle = _C.split_group(parent._group(), parent_groups, _ms(timeout.total_seconds()),
                             repr(config))
-    if handle is None or not handle.is_member:
-        return GroupMember.NON_GROUP_MEMBER
-    pg = ProcessGroup(handle, handle.name, selected, repr(config), group_desc)
-    pg._timeout_s = timeout.total_seconds()
-    _groups[pg.group_name] = pg
-    return pg
+    return _register_group(handle, selected, config, group_desc)
 
 
 def shrink_group(ranks_to_exclude, group=None, shrink_flags=SHRINK_DEFAULT, pg_options=None):
@@ -456,7 +458,6 @@ def shrink_group(ranks_to_exclude, group=None, shrink_flags=SHRINK_DEFAULT, pg_o
     handle = _C.shrink_group(excluded, parent._group(),
                              shrink_flags == SHRINK_ABORT, _ms(parent._timeout_s))
     child = ProcessGroup(handle, handle.name, parent.backend, parent._backend_config)
-    child._timeout_s = parent._timeout_s
     if parent is _world_group:
         for old in list(_groups.values()):
             old._destroyed = True
