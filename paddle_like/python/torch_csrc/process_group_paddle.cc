@@ -617,9 +617,13 @@ void Completer::Loop() {
 
 // ------------------------------------------------------------------ the group
 struct ProcessGroupPaddle::Issue {
-  c10d::OpType type = c10d::OpType::UNKNOWN;
-  const char* name = "";
-  at::Device device = at::Device(at::kCPU);
+  Issue(c10d::OpType type, const char* name, at::Device device,
+        std::chrono::milliseconds timeout = c10d::kUnsetTimeout)
+      : type(type), name(name), device(device), timeout(timeout) {}
+
+  c10d::OpType type;
+  const char* name;
+  at::Device device;
   std::vector<at::Tensor> outputs;  // result() and the future's value
   std::vector<at::Tensor> keep;     // inputs and staging buffers, alive until the end
   std::function<TaskPtr(EngineGroup*)> start;
@@ -756,11 +760,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::broadcast(
               "per process), got ", opts.rootTensor);
   TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < getSize(), "paddle_like broadcast: root ",
               opts.rootRank, " is not a rank of this group of ", getSize());
-  Issue is;
-  is.type = c10d::OpType::BROADCAST;
-  is.name = "broadcast";
-  is.timeout = opts.timeout;
-  is.device = tensors[0].device();
+  Issue is(c10d::OpType::BROADCAST, "broadcast", tensors[0].device(), opts.timeout);
   is.outputs = tensors;
   phi::DenseTensor t = Wrap(Contiguous(tensors[0], &is.post, true), false, is.name);
   distributed::BroadcastOptions o;
@@ -772,11 +772,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::broadcast(
 c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::allreduce(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) {
   CheckSingle(tensors, "allreduce");
-  Issue is;
-  is.type = c10d::OpType::ALLREDUCE;
-  is.name = "allreduce";
-  is.timeout = opts.timeout;
-  is.device = tensors[0].device();
+  Issue is(c10d::OpType::ALLREDUCE, "allreduce", tensors[0].device(), opts.timeout);
   is.outputs = tensors;
   distributed::AllreduceOptions o;
   o.reduce_op = ToReduceOp(opts.reduceOp, &o.premul_factor, is.name);
@@ -789,11 +785,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
   TORCH_CHECK(!tensors.empty(), "paddle_like allreduce_coalesced: no tensors");
   for (const auto& t : tensors) CheckLike(t, tensors[0], "allreduce_coalesced", "input");
-  Issue is;
-  is.type = c10d::OpType::ALLREDUCE_COALESCED;
-  is.name = "allreduce_coalesced";
-  is.timeout = opts.timeout;
-  is.device = tensors[0].device();
+  Issue is(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced",
+           tensors[0].device(), opts.timeout);
   is.outputs = tensors;
   distributed::AllreduceOptions o;
   o.reduce_op = ToReduceOp(opts.reduceOp, &o.premul_factor, is.name);
@@ -825,11 +818,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::reduce(std::vector<at::Tensor
                                                           const c10d::ReduceOptions& opts) {
   CheckSingle(tensors, "reduce");
   TORCH_CHECK(opts.rootTensor == 0, "paddle_like reduce: rootTensor must be 0");
-  Issue is;
-  is.type = c10d::OpType::REDUCE;
-  is.name = "reduce";
-  is.timeout = opts.timeout;
-  is.device = tensors[0].device();
+  Issue is(c10d::OpType::REDUCE, "reduce", tensors[0].device(), opts.timeout);
   is.outputs = tensors;
   distributed::ReduceOptions o;
   o.reduce_op = ToReduceOp(opts.reduceOp, &o.premul_factor, is.name);
@@ -854,11 +843,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::allgather(
     TORCH_CHECK(o.numel() == in.numel(), "paddle_like allgather: an output tensor has ",
                 o.numel(), " elements, the input ", in.numel());
   }
-  Issue is;
-  is.type = c10d::OpType::ALLGATHER;
-  is.name = "allgather";
-  is.timeout = opts.timeout;
-  is.device = in.device();
+  Issue is(c10d::OpType::ALLGATHER, "allgather", in.device(), opts.timeout);
   is.outputs = outs;
   is.keep = {in};
   phi::DenseTensor src = Wrap(in, false, is.name);
@@ -884,11 +869,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::_allgather_base(
   TORCH_CHECK(output.numel() == input.numel() * getSize(), "paddle_like _allgather_base: the "
               "output has ", output.numel(), " elements, not world size x input = ",
               input.numel() * getSize());
-  Issue is;
-  is.type = c10d::OpType::_ALLGATHER_BASE;
-  is.name = "_allgather_base";
-  is.timeout = opts.timeout;
-  is.device = input.device();
+  Issue is(c10d::OpType::_ALLGATHER_BASE, "_allgather_base", input.device(), opts.timeout);
   is.outputs = {output};
   is.keep = {input};
   phi::DenseTensor src = Wrap(input, false, is.name), dst = Wrap(output, false, is.name);
@@ -918,11 +899,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::allgather_coalesced(
       all_outs.push_back(list[i]);
     }
   }
-  Issue is;
-  is.type = c10d::OpType::ALLGATHER_COALESCED;
-  is.name = "allgather_coalesced";
-  is.timeout = opts.timeout;
-  is.device = inputs[0].device();
+  Issue is(c10d::OpType::ALLGATHER_COALESCED, "allgather_coalesced",
+           inputs[0].device(), opts.timeout);
   for (const auto& list : output_lists) is.outputs.insert(is.outputs.end(), list.begin(), list.end());
   at::Tensor flat_in = Flatten(inputs);
   at::Tensor flat_out = at::empty({flat_in.numel() * getSize()}, flat_in.options());
@@ -943,11 +921,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::gather(
   const int root = static_cast<int>(opts.rootRank);
   TORCH_CHECK(root >= 0 && root < getSize(), "paddle_like gather: root ", root,
               " is not a rank of this group of ", getSize());
-  Issue is;
-  is.type = c10d::OpType::GATHER;
-  is.name = "gather";
-  is.timeout = opts.timeout;
-  is.device = in.device();
+  Issue is(c10d::OpType::GATHER, "gather", in.device(), opts.timeout);
   is.keep = {in};
   std::vector<phi::DenseTensor> outs;
   if (getRank() == root) {
@@ -982,11 +956,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::scatter(
   const int root = static_cast<int>(opts.rootRank);
   TORCH_CHECK(root >= 0 && root < getSize(), "paddle_like scatter: root ", root,
               " is not a rank of this group of ", getSize());
-  Issue is;
-  is.type = c10d::OpType::SCATTER;
-  is.name = "scatter";
-  is.timeout = opts.timeout;
-  is.device = out.device();
+  Issue is(c10d::OpType::SCATTER, "scatter", out.device(), opts.timeout);
   is.outputs = outputs;
   phi::DenseTensor dst = Wrap(out, false, is.name);
   phi::DenseTensor src;
@@ -1032,11 +1002,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::reduce_scatter(
     TORCH_CHECK(t.numel() == out.numel(), "paddle_like reduce_scatter: an input tensor has ",
                 t.numel(), " elements, the output ", out.numel());
   }
-  Issue is;
-  is.type = c10d::OpType::REDUCE_SCATTER;
-  is.name = "reduce_scatter";
-  is.timeout = opts.timeout;
-  is.device = out.device();
+  Issue is(c10d::OpType::REDUCE_SCATTER, "reduce_scatter", out.device(), opts.timeout);
   is.outputs = outputs;
   distributed::ReduceScatterOptions o;
   o.reduce_op = ToReduceOp(opts.reduceOp, &o.premul_factor, is.name);
@@ -1063,11 +1029,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::_reduce_scatter_base(
   TORCH_CHECK(input.numel() == output.numel() * getSize(), "paddle_like _reduce_scatter_base: "
               "the input has ", input.numel(), " elements, not world size x output = ",
               output.numel() * getSize());
-  Issue is;
-  is.type = c10d::OpType::_REDUCE_SCATTER_BASE;
-  is.name = "_reduce_scatter_base";
-  is.timeout = opts.timeout;
-  is.device = input.device();
+  Issue is(c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base",
+           input.device(), opts.timeout);
   is.outputs = {output};
   is.keep = {input};
   distributed::ReduceScatterOptions o;
@@ -1114,11 +1077,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::alltoall_base(
     flat.Resize(phi::DDim({rows, row * (t.numel() == 0 ? 1 : scale)}));
     return flat;
   };
-  Issue is;
-  is.type = c10d::OpType::ALLTOALL_BASE;
-  is.name = "alltoall_base";
-  is.timeout = opts.timeout;
-  is.device = input.device();
+  Issue is(c10d::OpType::ALLTOALL_BASE, "alltoall_base", input.device(), opts.timeout);
   is.outputs = {output};
   is.keep = {input};
   phi::DenseTensor src = wrap2d(input), dst = wrap2d(output);
@@ -1137,11 +1096,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::alltoall(
               getSize(), "), got ", inputs.size(), " and ", outputs.size());
   for (const auto& t : inputs) CheckLike(t, inputs[0], "alltoall", "input");
   for (const auto& t : outputs) CheckLike(t, inputs[0], "alltoall", "output");
-  Issue is;
-  is.type = c10d::OpType::ALLTOALL;
-  is.name = "alltoall";
-  is.timeout = opts.timeout;
-  is.device = inputs[0].device();
+  Issue is(c10d::OpType::ALLTOALL, "alltoall", inputs[0].device(), opts.timeout);
   is.outputs = outputs;
   is.keep = inputs;
   std::vector<phi::DenseTensor> ins, outs;
@@ -1157,10 +1112,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::alltoall(
 c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::send(std::vector<at::Tensor>& tensors,
                                                         int dst_rank, int tag) {
   CheckSingle(tensors, "send");
-  Issue is;
-  is.type = c10d::OpType::SEND;
-  is.name = "send";
-  is.device = tensors[0].device();
+  Issue is(c10d::OpType::SEND, "send", tensors[0].device());
   is.keep = tensors;
   is.p2p = true;
   phi::DenseTensor t = Wrap(Contiguous(tensors[0], &is.post, false), false, is.name);
@@ -1175,10 +1127,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::send(std::vector<at::Tensor>&
 c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::recv(std::vector<at::Tensor>& tensors,
                                                         int src_rank, int tag) {
   CheckSingle(tensors, "recv");
-  Issue is;
-  is.type = c10d::OpType::RECV;
-  is.name = "recv";
-  is.device = tensors[0].device();
+  Issue is(c10d::OpType::RECV, "recv", tensors[0].device());
   is.outputs = tensors;
   is.p2p = true;
   phi::DenseTensor t = Wrap(Contiguous(tensors[0], &is.post, true), false, is.name);
@@ -1193,10 +1142,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::recv(std::vector<at::Tensor>&
 c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::recvAnysource(
     std::vector<at::Tensor>& tensors, int tag) {
   CheckSingle(tensors, "recvAnysource");
-  Issue is;
-  is.type = c10d::OpType::RECVANYSOURCE;
-  is.name = "recvAnysource";
-  is.device = tensors[0].device();
+  Issue is(c10d::OpType::RECVANYSOURCE, "recvAnysource", tensors[0].device());
   is.outputs = tensors;
   is.p2p = true;
   phi::DenseTensor t = Wrap(Contiguous(tensors[0], &is.post, true), false, is.name);
@@ -1210,10 +1156,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::recvAnysource(
 
 // ------------------------------------------------------------------ barriers
 c10::intrusive_ptr<c10d::Work> ProcessGroupPaddle::barrier(const c10d::BarrierOptions& opts) {
-  Issue is;
-  is.timeout = opts.timeout;
-  is.type = c10d::OpType::BARRIER;
-  is.name = "barrier";
+  Issue is(c10d::OpType::BARRIER, "barrier", at::Device(at::kCPU), opts.timeout);
   is.start = [](EngineGroup* pg) { return pg->Barrier(); };
   return Run(std::move(is));
 }
