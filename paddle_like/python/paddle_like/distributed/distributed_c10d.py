@@ -364,12 +364,16 @@ def _register_group(handle, backend: str, config, group_desc):
     return pg
 
 
-def get_group_rank(group: ProcessGroup, global_rank: int) -> int:
-    if group is GroupMember.WORLD or group is _world_group:
-        return global_rank
+def _check_registered(group) -> None:
     if not isinstance(group, ProcessGroup) or group.group_name not in _groups:
         raise ValueError(f"Group {group} is not registered, please create group with "
                          "paddle_like.distributed.new_group API")
+
+
+def get_group_rank(group: ProcessGroup, global_rank: int) -> int:
+    if group is GroupMember.WORLD or group is _world_group:
+        return global_rank
+    _check_registered(group)
     if global_rank not in group.ranks:
         raise ValueError(f"Global rank {global_rank} is not part of group {group}")
     return group.ranks.index(global_rank)
@@ -378,9 +382,7 @@ def get_group_rank(group: ProcessGroup, global_rank: int) -> int:
 def get_global_rank(group: ProcessGroup, group_rank: int) -> int:
     if group is GroupMember.WORLD or group is _world_group:
         return group_rank
-    if not isinstance(group, ProcessGroup) or group.group_name not in _groups:
-        raise ValueError(f"Group {group} is not registered, please create group with "
-                         "paddle_like.distributed.new_group API")
+    _check_registered(group)
     if group_rank < 0 or group_rank >= len(group.ranks):
         raise ValueError(f"Group rank {group_rank} is not part of group {group}")
     return group.ranks[group_rank]
