@@ -1,9 +1,8 @@
 // The tensor collectives of paddle_like::dist: resolve the group and the backend of the
 // tensors' device, translate global src/dst ranks to group ranks, issue through the
-// ProcessGroup, and wrap the task in a Work (waited here unless async_op). The op is async
-// for the engine either way: it runs on the comm stream's thread, so that a wait on it is
-// bounded by the group's timeout (a sync engine op would block inside the transport on the
-// calling thread instead).
+// ProcessGroup, and wrap the task in a Work (waited here unless async_op). A call without
+// async_op is a sync op for the engine too: on an idle CPU comm stream it runs in the calling
+// thread, with no hand-off to the stream's thread and back.
 #include "paddle_like/dist/distributed.h"
 #include "paddle_like/dist/dist_internal.h"
 #include "phi/core/errors.h"
@@ -42,7 +41,7 @@ WorkPtr all_reduce(DenseTensor* tensor, ReduceOp op, const CollectiveOptions& o)
   if (!g) return nullptr;
   PADDLE_ENFORCE_NOT_NULL(tensor, phi::errors::InvalidArgument("all_reduce: tensor is null."));
   auto task =
-      Backend(g, *tensor)->AllReduce(tensor, *tensor, {op, o.premul_factor}, false, false);
+      Backend(g, *tensor)->AllReduce(tensor, *tensor, {op, o.premul_factor}, !o.async_op, false);
   return Finish(std::move(task), g, o.async_op, {*tensor});
 }
 
@@ -52,7 +51,7 @@ WorkPtr broadcast(DenseTensor* tensor, int src, const CollectiveOptions& o) {
   PADDLE_ENFORCE_NOT_NULL(tensor, phi::errors::InvalidArgument("broadcast: tensor is null."));
   distributed::BroadcastOptions opts;
   opts.source_rank = GroupRankOf(g, src, "broadcast src");
-  return Finish(Backend(g, *tensor)->Broadcast(tensor, *tensor, opts, false, false), g,
+  return Finish(Backend(g, *tensor)->Broadcast(tensor, *tensor, opts, !o.async_op, false), g,
                 o.async_op, {*tensor});
 }
 
@@ -64,7 +63,7 @@ WorkPtr reduce(DenseTensor* tensor, int dst, ReduceOp op, const CollectiveOption
   opts.reduce_op = op;
   opts.premul_factor = o.premul_factor;
   opts.root_rank = GroupRankOf(g, dst, "reduce dst");
-  return Finish(Backend(g, *tensor)->Reduce(tensor, *tensor, opts, false, false), g,
+  return Finish(Backend(g, *tensor)->Reduce(tensor, *tensor, opts, !o.async_op, false), g,
                 o.async_op, {*tensor});
 }
 
@@ -72,7 +71,7 @@ WorkPtr all_gather_into_tensor(DenseTensor* output, const DenseTensor& input,
                                const CollectiveOptions& o) {
   GroupPtr g = ResolveGroup(o.group, "all_gather_into_tensor");
   if (!g) return nullptr;
-  auto task = Backend(g, input)->AllGather(output, input, 0, -1, false, false);
+  auto task = Backend(g, input)->AllGather(output, input, 0, -1, !o.async_op, false);
   return Finish(std::move(task), g, o.async_op, {*output});
 }
 
@@ -90,7 +89,7 @@ WorkPtr all_gather(std::vector<DenseTensor>* outputs, const DenseTensor& input,
   // first wait that sees it done: async_op holds, as the seed's staged list form).
   PrepareSplit(input, g->size(), outputs, "all_gather");
   DenseTensor flat;
-  auto task = Backend(g, input)->AllGather(&flat, input, 0, -1, false, false);
+  auto task = Backend(g, input)->AllGather(&flat, input, 0, -1, !o.async_op, false);
   auto work = std::make_shared<Work>(std::move(task), g, *outputs,
                                      [flat, input, n = g->size(), outs = *outputs]() mutable {
                                        SplitInto(flat, input, n, &outs, "all_gather");
@@ -106,7 +105,7 @@ WorkPtr reduce_scatter_tensor(DenseTensor* output, const DenseTensor& input, Red
   distributed::ReduceScatterOptions opts;
   opts.reduce_op = op;
   opts.premul_factor = o.premul_factor;
-  return Finish(Backend(g, input)->ReduceScatter(output, input, opts, false, false), g,
+  return Finish(Backend(g, input)->ReduceScatter(output, input, opts, !o.async_op, false), g,
                 o.async_op, {*output});
 }
 
@@ -117,7 +116,7 @@ WorkPtr all_to_all_single(DenseTensor* output, const DenseTensor& input,
   GroupPtr g = ResolveGroup(o.group, "all_to_all_single");
   if (!g) return nullptr;
   return Finish(Backend(g, input)->AllToAll(output, input, output_split_sizes,
-                                            input_split_sizes, false, false),
+                                            input_split_sizes, !o.async_op, false),
                 g, o.async_op, {*output});
 }
 
@@ -126,7 +125,7 @@ WorkPtr all_to_all(std::vector<DenseTensor>* outputs, const std::vector<DenseTen
   GroupPtr g = ResolveGroup(o.group, "all_to_all");
   if (!g) return nullptr;
   PADDLE_ENFORCE(!inputs.empty(), phi::errors::InvalidArgument("all_to_all: no inputs."));
-  return Finish(Backend(g, inputs[0])->AllToAll(outputs, inputs, false, false), g, o.async_op,
+  return Finish(Backend(g, inputs[0])->AllToAll(outputs, inputs, !o.async_op, false), g, o.async_op,
                 *outputs);
 }
 
@@ -136,7 +135,7 @@ WorkPtr gather(const DenseTensor& tensor, std::vector<DenseTensor>* gather_list,
   if (!g) return nullptr;
   distributed::GatherOptions opts;
   opts.root_rank = GroupRankOf(g, dst, "gather dst");
-  auto task = Backend(g, tensor)->Gather(gather_list, tensor, opts, false, false);
+  auto task = Backend(g, tensor)->Gather(gather_list, tensor, opts, !o.async_op, false);
   return Finish(std::move(task), g, o.async_op,
                 gather_list ? *gather_list : std::vector<DenseTensor>{});
 }
@@ -157,7 +156,7 @@ WorkPtr scatter(DenseTensor* tensor, const std::vector<DenseTensor>& scatter_lis
                        phi::DataTypeToString(flat.dtype()),
                        phi::DataTypeToString(tensor->dtype())));
   }
-  return Finish(Backend(g, *tensor)->Scatter(tensor, flat, opts, false, false), g, o.async_op,
+  return Finish(Backend(g, *tensor)->Scatter(tensor, flat, opts, !o.async_op, false), g, o.async_op,
                 {*tensor});
 }
 
@@ -171,7 +170,7 @@ WorkPtr reduce_scatter(DenseTensor* output, const std::vector<DenseTensor>& inpu
   distributed::ReduceScatterOptions opts;
   opts.reduce_op = op;
   opts.premul_factor = o.premul_factor;
-  return Finish(Backend(g, flat)->ReduceScatter(output, flat, opts, false, false), g, o.async_op,
+  return Finish(Backend(g, flat)->ReduceScatter(output, flat, opts, !o.async_op, false), g, o.async_op,
                 {*output});
 }
 
@@ -181,7 +180,7 @@ WorkPtr gather_into_tensor(DenseTensor* output, const DenseTensor& input, int ds
   if (!g) return nullptr;
   distributed::GatherOptions opts;
   opts.root_rank = GroupRankOf(g, dst, "gather_into_tensor dst");
-  return Finish(Backend(g, input)->Gather(output, input, opts, false, false), g, o.async_op,
+  return Finish(Backend(g, input)->Gather(output, input, opts, !o.async_op, false), g, o.async_op,
                 {*output});
 }
 
