@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The Gloo backend against Gloo's own algorithms and torch's gloo backend, every engine in
-# processes of its own, side by side in one session (issue 15's benchmark).
+# The CPU backend against Gloo's own algorithms, OpenMPI and torch's gloo backend, every engine
+# in processes of its own, side by side in one session (issues 15 and 29).
 #
 #   tools/gloo_latency_compare.sh [--build DIR] [--sizes 8,1K,...] [--reps N] [--nproc N]
 #                                 [--out FILE.md]
@@ -10,6 +10,10 @@
 #                                                     in the same processes, "in-process")
 #   raw       launch -- comm_bench --raw_only          (only the raw algorithms: no group, no
 #                                                     engine thread in these processes)
+#   tcp       ours with FLAGS_cpu_shm_transport=0      (loopback TCP instead of shared memory)
+#   mpi       launch --backend mpi -- comm_bench --backend mpi --baseline
+#                                                    (MPI_Allreduce: OpenMPI's shared memory;
+#                                                     when mpirun and an MPI build exist)
 #   torch     tools/torch_gloo_bench.py                (Debian's python3-torch, if installed:
 #                                                     tools/install_deps.sh --bench)
 # and prints a Markdown table of medians (p90) per op, float32 sum all-reduce, sync ops, in
@@ -50,6 +54,10 @@ iters_for() {  # per-op time grows with size: fewer ops per round above 1 MiB
   if (($(bytes "$1") <= 1048576)); then echo "-n 200 -w 20 --rounds 5"; else echo "-n 8 -w 2 --rounds 3"; fi
 }
 
+HAVE_MPI=0
+if command -v mpirun >/dev/null && "$BENCH" --help 2>&1 | grep -q "mpi (MPI builds"; then
+  HAVE_MPI=1
+fi
 HAVE_TORCH=0
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then HAVE_TORCH=1; fi
 for ((rep = 0; rep < REPS; rep++)); do
@@ -58,6 +66,14 @@ for ((rep = 0; rep < REPS; rep++)); do
     echo "gloo_latency_compare: rep $rep, $s: ours (+ in-process raw)" >&2
     "$LAUNCH" --nproc_per_node "$NPROC" -- "$BENCH" $common --no-outofplace --baseline \
       --json "$TMP/ours.$rep.$s.json" > "$TMP/ours.$rep.$s.log" 2>&1
+    echo "gloo_latency_compare: rep $rep, $s: ours over TCP" >&2
+    FLAGS_cpu_shm_transport=0 "$LAUNCH" --nproc_per_node "$NPROC" -- "$BENCH" $common \
+      --no-outofplace --json "$TMP/tcp.$rep.$s.json" > "$TMP/tcp.$rep.$s.log" 2>&1
+    if ((HAVE_MPI)); then
+      echo "gloo_latency_compare: rep $rep, $s: OpenMPI" >&2
+      "$LAUNCH" --backend mpi --nproc_per_node "$NPROC" -- "$BENCH" $common --backend mpi \
+        --no-outofplace --baseline --json "$TMP/mpi.$rep.$s.json" > "$TMP/mpi.$rep.$s.log" 2>&1
+    fi
     echo "gloo_latency_compare: rep $rep, $s: raw Gloo, separate processes" >&2
     "$LAUNCH" --nproc_per_node "$NPROC" -- "$BENCH" $common --raw_only \
       --json "$TMP/raw.$rep.$s.json" > "$TMP/raw.$rep.$s.log" 2>&1
@@ -69,9 +85,10 @@ for ((rep = 0; rep < REPS; rep++)); do
   fi
 done
 
-python3 - "$TMP" "$REPS" "$SIZES" "$NPROC" "$HAVE_TORCH" > "$TMP/table.md" <<'PY'
+python3 - "$TMP" "$REPS" "$SIZES" "$NPROC" "$HAVE_TORCH" "$HAVE_MPI" > "$TMP/table.md" <<'PY'
 import json, os, statistics, sys
 tmp, reps, sizes, nproc, have_torch = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), sys.argv[4], sys.argv[5] == "1"
+have_mpi = sys.argv[6] == "1"
 def load(path, half="out_of_place"):
     with open(path) as f:
         return json.load(f)["results"][0][half]
@@ -86,11 +103,15 @@ if have_torch:
             r = json.loads(line); torch.setdefault(r["size_bytes"], []).append(r)
 print(f"float32 sum all-reduce, {nproc} ranks, sync ops, per-op median (p90) in us; {reps} repetition(s), "
       "each figure the median over them; ratios are our median / theirs (< 1: ours faster).\n")
-print("| size | ours | raw Gloo, separate processes: best | ours / best | in-process best | in-process / separate | torch gloo | ours / torch |")
-print("|---|---|---|---|---|---|---|---|")
+print("| size | ours | ours over TCP | OpenMPI | ours / OpenMPI | raw Gloo, separate processes: best | ours / best | in-process best | in-process / separate | torch gloo | ours / torch |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 for s in sizes:
-    ours, sep, inproc, names = [], [], [], []
+    ours, sep, inproc, names, tcp, mpi = [], [], [], [], [], []
     for rep in range(reps):
+        t = load(os.path.join(tmp, f"tcp.{rep}.{s}.json"), "in_place")
+        tcp.append((t["median_us"], t["p90_us"]))
+        if have_mpi:
+            mpi.append(best(load(os.path.join(tmp, f"mpi.{rep}.{s}.json"), "in_place")["raw"])[1:])
         o = load(os.path.join(tmp, f"ours.{rep}.{s}.json"), "in_place")
         r = load(os.path.join(tmp, f"raw.{rep}.{s}.json"))
         ours.append((o["median_us"], o["p90_us"]))
@@ -99,7 +120,8 @@ for s in sizes:
     med = lambda xs, i: statistics.median(x[i] for x in xs)
     om, op, sm, sp, im = med(ours, 0), med(ours, 1), med(sep, 0), med(sep, 1), med(inproc, 0)
     size_b = json.load(open(os.path.join(tmp, f"ours.0.{s}.json")))["results"][0]["size_bytes"]
-    row = f"| {s} | {fmt(om, op)} | {'/'.join(sorted(set(names)))} {fmt(sm, sp)} | {om/sm:.2f} | {im:.0f} | {im/sm:.2f} |"
+    mm = f"{fmt(med(mpi, 0), med(mpi, 1))} | {om/med(mpi, 0):.2f}" if mpi else "- | -"
+    row = f"| {s} | {fmt(om, op)} | {fmt(med(tcp, 0), med(tcp, 1))} | {mm} | {'/'.join(sorted(set(names)))} {fmt(sm, sp)} | {om/sm:.2f} | {im:.0f} | {im/sm:.2f} |"
     t = torch.get(size_b)
     if t:
         tm = statistics.median(x["median_us"] for x in t); tp = statistics.median(x["p90_us"] for x in t)

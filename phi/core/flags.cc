@@ -29,6 +29,7 @@ DEFINE_int32(comm_trace_max_events, 1000000, "Events the comm timeline keeps at 
 DEFINE_int32(store_host_linger_s, 10,
              "Seconds a store host serves other processes' clients after it ends (see flags.h)");
 DEFINE_int32(gloo_spin_us, 1000, "Microseconds a Gloo pair polls before it blocks (flags.h)");
+DEFINE_bool(cpu_shm_transport, true, "CPU groups on one host use shared memory (flags.h)");
 DEFINE_int32(default_group_timeout_s, 1800, "Default process-group timeout in seconds");
 DEFINE_int32(max_pending_stream_frees, 4096,
              "Deferred frees kept before the allocator waits on the oldest");

@@ -45,8 +45,12 @@ DECLARE_int32(store_host_linger_s);
 // Before a Gloo communicator of two ranks blocks to receive a small or mid-size message, it
 // polls the socket for up to this many microseconds (a blocked read costs a wake-up of up
 // to hundreds of microseconds; gloo_fused_exchange.cc). 0 turns it off (CPUs shared by more
-// ranks).
+// ranks). The shared-memory path spins as long (yielding its core) before a futex wait.
 DECLARE_int32(gloo_spin_us);
+// The ranks of a CPU (Gloo) group that all share a host exchange through a shared-memory
+// segment instead of loopback TCP (phi/core/distributed/shm_group.h). Every rank must have it
+// on; off on any rank keeps that group on the network.
+DECLARE_bool(cpu_shm_transport);
 // Default timeout of a process group, in seconds.
 DECLARE_int32(default_group_timeout_s);
 // Bound on allocations whose free waits for a stream; past it the oldest are waited for.

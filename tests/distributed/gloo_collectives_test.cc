@@ -1,12 +1,14 @@
 // Every Gloo collective on world sizes 1-4, every dtype and valid reduce op, in-place and
 // out-of-place, checked against an independent reference. Real processes, real TCPStore,
-// real Gloo over loopback TCP.
+// on both CPU transports: the shared-memory segment (the default on one host) and real Gloo
+// over loopback TCP (FLAGS_cpu_shm_transport off).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
 
 #include "distributed/process_group_gloo.h"
+#include "phi/core/flags.h"
 #include "tests/distributed/collective_test_util.h"
 #include "tests/harness/multiprocess.h"
 
@@ -29,10 +31,16 @@ std::string Tag(const char* op, DataType dt, ReduceOp rop, bool in_place, bool a
          (async ? "/async" : "/sync");
 }
 
-class GlooCollectives : public ::testing::TestWithParam<int> {};
+// (world size, shared memory on): the ranks are forked, so they inherit the flag.
+class GlooCollectives : public ::testing::TestWithParam<std::tuple<int, bool>> {
+ protected:
+  void SetUp() override { FLAGS_cpu_shm_transport = std::get<1>(GetParam()); }
+  void TearDown() override { FLAGS_cpu_shm_transport = true; }
+  int World() const { return std::get<0>(GetParam()); }
+};
 
 TEST_P(GlooCollectives, AllReduceEveryDtypeAndOp) {
-  RunRanks(GetParam(), [](const RankContext& ctx) {
+  RunRanks(World(), [](const RankContext& ctx) {
     auto pg = MakeGroup(ctx);
     // 37: the fused exchange. 140001 (odd: the halves differ) is above its capacity for
     // every dtype but bool: the two-rank socket all-reduce on two ranks, Gloo's algorithms
@@ -73,7 +81,7 @@ TEST_P(GlooCollectives, AllReduceEveryDtypeAndOp) {
 }
 
 TEST_P(GlooCollectives, BroadcastReduceEveryRoot) {
-  RunRanks(GetParam(), [](const RankContext& ctx) {
+  RunRanks(World(), [](const RankContext& ctx) {
     auto pg = MakeGroup(ctx);
     const int64_t n = 19;
     for (DataType dt : AllDtypes()) {
@@ -108,7 +116,7 @@ TEST_P(GlooCollectives, BroadcastReduceEveryRoot) {
 }
 
 TEST_P(GlooCollectives, AllGatherReduceScatterWholeAndPartial) {
-  RunRanks(GetParam(), [](const RankContext& ctx) {
+  RunRanks(World(), [](const RankContext& ctx) {
     auto pg = MakeGroup(ctx);
     const int ws = ctx.world_size;
     for (DataType dt : AllDtypes()) {
@@ -148,7 +156,7 @@ TEST_P(GlooCollectives, AllGatherReduceScatterWholeAndPartial) {
 }
 
 TEST_P(GlooCollectives, ScatterGatherTensorAndList) {
-  RunRanks(GetParam(), [](const RankContext& ctx) {
+  RunRanks(World(), [](const RankContext& ctx) {
     auto pg = MakeGroup(ctx);
     const int ws = ctx.world_size;
     const int64_t n = 7;
@@ -186,7 +194,7 @@ TEST_P(GlooCollectives, ScatterGatherTensorAndList) {
 }
 
 TEST_P(GlooCollectives, AllToAllEqualUnequalAndList) {
-  RunRanks(GetParam(), [](const RankContext& ctx) {
+  RunRanks(World(), [](const RankContext& ctx) {
     auto pg = MakeGroup(ctx);
     const int ws = ctx.world_size, me = ctx.rank;
     for (DataType dt : {DataType::FLOAT32, DataType::INT64, DataType::FLOAT16, DataType::BOOL,
@@ -241,7 +249,7 @@ TEST_P(GlooCollectives, AllToAllEqualUnequalAndList) {
 }
 
 TEST_P(GlooCollectives, SendRecvPartialTagsAnySourceAndCrossedBatches) {
-  RunRanks(GetParam(), [](const RankContext& ctx) {
+  RunRanks(World(), [](const RankContext& ctx) {
     auto pg = MakeGroup(ctx);
     const int ws = ctx.world_size, me = ctx.rank;
     if (ws == 1) {
@@ -316,7 +324,7 @@ TEST_P(GlooCollectives, SendRecvPartialTagsAnySourceAndCrossedBatches) {
 }
 
 TEST_P(GlooCollectives, CoalescedFiftyMixedSizeAllReduces) {
-  RunRanks(GetParam(), [](const RankContext& ctx) {
+  RunRanks(World(), [](const RankContext& ctx) {
     auto pg = MakeGroup(ctx);
     std::vector<DenseTensor> ins, outs;
     std::vector<DataType> dts;
@@ -354,7 +362,7 @@ TEST_P(GlooCollectives, CoalescedFiftyMixedSizeAllReduces) {
 // PADDLE_GLOO_ALLREDUCE_ALGO fixes one. Each against the reference, and with the same bits on
 // every rank (each element must be reduced once, in one order, whatever the path).
 TEST_P(GlooCollectives, AllReduceEveryPathSameBitsOnEveryRank) {
-  RunRanks(GetParam(), [](const RankContext& ctx) {
+  RunRanks(World(), [](const RankContext& ctx) {
     int gid = 0;
     for (const char* algo : {"auto", "ring", "halving_doubling"}) {
       setenv("PADDLE_GLOO_ALLREDUCE_ALGO", algo, 1);  // read when the communicator is made
@@ -385,9 +393,11 @@ TEST_P(GlooCollectives, AllReduceEveryPathSameBitsOnEveryRank) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(WorldSizes, GlooCollectives, ::testing::Values(1, 2, 3, 4),
-                         [](const ::testing::TestParamInfo<int>& i) {
-                           return "world" + std::to_string(i.param);
+INSTANTIATE_TEST_SUITE_P(WorldSizes, GlooCollectives,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4), ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<std::tuple<int, bool>>& i) {
+                           return "world" + std::to_string(std::get<0>(i.param)) +
+                                  (std::get<1>(i.param) ? "_shm" : "_tcp");
                          });
 
 }  // namespace

@@ -207,6 +207,7 @@ TEST(GlooFaultMatrix, AllReduceSizesDifferAcrossRanks) {
 TEST(GlooFaultMatrix, LargeAllReduceSizesDifferWithTheCheckOff) {
   Matrix(2, [](const RankContext& ctx) {
     FLAGS_check_collective_agreement = false;
+    FLAGS_cpu_shm_transport = false;
     ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, std::chrono::seconds(10));
     DenseTensor t = Filled(DataType::FLOAT32, ctx.rank == 0 ? 100000 : 50000, 1.0);
     const auto start = Clock::now();
@@ -235,6 +236,41 @@ TEST(GlooFaultMatrix, LargeAllReduceSizesDifferWithTheCheckOff) {
       EXPECT_TRUE(any) << "no rank named the two sizes";
     }
   });
+}
+
+// Over shared memory the op's first step carries its signature: with the agreement check
+// off, calls that differ (size, op or root) raise InvalidArgument on every rank at once,
+// naming both, and the group stays usable.
+TEST(GlooFaultMatrix, SharedMemoryCallsDifferWithTheCheckOff) {
+  for (int world : {2, 3}) {
+    Matrix(world, [](const RankContext& ctx) {
+      FLAGS_check_collective_agreement = false;
+      FLAGS_cpu_shm_transport = true;
+      ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, std::chrono::seconds(10));
+      // Rank 1 all-reduces half as much as the others; each rank names the first that differs.
+      const int64_t mine = ctx.rank == 1 ? 50000 : 100000;
+      DenseTensor t = Filled(DataType::FLOAT32, mine, 1.0);
+      ExpectError<phi::InvalidArgumentError>(
+          "allreduce sizes", {"rank " + std::to_string(ctx.rank == 1 ? 0 : 1) + " sends " +
+                              std::to_string((ctx.rank == 1 ? 100000 : 50000) * 4) +
+                              " bytes, rank " + std::to_string(ctx.rank) + " " +
+                              std::to_string(mine * 4)},
+          [&] { pg.AllReduce(&t, t, {}, true); });
+      // A broadcast against an all-gather: the op is named.
+      DenseTensor b = Filled(DataType::FLOAT32, 8, 2.0);
+      ExpectError<phi::InvalidArgumentError>(
+          "broadcast vs allgather", {"broadcast (root 0) of 32 bytes", "allgather of 32 bytes"},
+          [&] {
+            if (ctx.rank == 1) {
+              DenseTensor flat = Filled(DataType::FLOAT32, 8 * ctx.world_size, 0);
+              pg.AllGather(&flat, b, 0, -1, true);
+            } else {
+              pg.Broadcast(&b, b, {0, 0}, true);
+            }
+          });
+      ExpectGroupWorks(&pg, ctx.world_size, "calls that differed over shared memory");
+    });
+  }
 }
 
 TEST(GlooFaultMatrix, SendAndRecvSizesDiffer) {

@@ -22,12 +22,14 @@ using distributed::ProcessGroupGloo;
 using Clock = std::chrono::steady_clock;
 constexpr auto kTimeout = std::chrono::seconds(5);
 
-// The last of `world` ranks is killed mid-all-reduce; every survivor raises in time.
-void KillOneRankDuringLongAllReduce(int world) {
+// The last of `world` ranks is killed mid-all-reduce; every survivor raises in time. `shm`:
+// over shared memory (the default on one host) or over TCP.
+void KillOneRankDuringLongAllReduce(int world, bool shm) {
   SpawnOptions opts;
   opts.timeout = std::chrono::seconds(60);
   const int victim = world - 1;
   auto results = SpawnRanks(world, [&](const RankContext& ctx) {
+    FLAGS_cpu_shm_transport = shm;
     ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, kTimeout);
     DenseTensor t = MakeInput(DataType::FLOAT32, 4 << 20, ctx.rank, ReduceOp::SUM);  // 16 MiB
     pg.Barrier()->Wait();
@@ -77,18 +79,24 @@ void KillOneRankDuringLongAllReduce(int world) {
   }
 }
 
-// Two ranks run the socket all-reduce (gloo_socket_allreduce.cc), three Gloo's ring.
+// Over TCP two ranks run the socket all-reduce (gloo_socket_allreduce.cc), three Gloo's ring.
 TEST(GlooFaults, RankKilledDuringLongAllReduceRaisesOnAllOthers) {
-  for (const int world : {2, 3}) KillOneRankDuringLongAllReduce(world);
+  for (const int world : {2, 3}) KillOneRankDuringLongAllReduce(world, /*shm=*/false);
 }
 
-// A peer that stops mid-stream (SIGSTOP: alive, its socket open, silent) in the two-rank
-// socket all-reduce: the survivor times out at the group's timeout, says so, and the roll
-// call names the silent rank.
-TEST(GlooFaults, PeerStoppedMidTwoRankLargeAllReduceTimesOutNamingIt) {
+TEST(GlooFaults, RankKilledDuringLongSharedMemoryAllReduceRaisesOnAllOthers) {
+  for (const int world : {2, 3}) KillOneRankDuringLongAllReduce(world, /*shm=*/true);
+}
+
+// A peer that stops mid-op (SIGSTOP: alive, silent) in a large two-rank all-reduce: the
+// survivor times out at the group's timeout, says so, and names the silent rank. Over TCP
+// (the socket all-reduce) the store's roll call names it; over shared memory the step it
+// never announced does.
+void PeerStoppedMidTwoRankLargeAllReduce(bool shm) {
   SpawnOptions opts;
   opts.timeout = std::chrono::seconds(60);
   auto results = SpawnRanks(2, [&](const RankContext& ctx) {
+    FLAGS_cpu_shm_transport = shm;
     ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, kTimeout);
     DenseTensor t = MakeInput(DataType::FLOAT32, 4 << 20, ctx.rank, ReduceOp::SUM);  // 16 MiB
     ctx.store->set("pid/" + std::to_string(ctx.rank), std::to_string(::getpid()));
@@ -111,7 +119,9 @@ TEST(GlooFaults, PeerStoppedMidTwoRankLargeAllReduceTimesOutNamingIt) {
       EXPECT_EQ(e.code(), phi::ErrorCode::kTimeout) << msg;
       EXPECT_GE(waited, kTimeout - std::chrono::milliseconds(100)) << msg;
       EXPECT_LT(waited, kTimeout + std::chrono::seconds(3)) << msg;
-      EXPECT_NE(msg.find("silent: rank(s) 1"), std::string::npos) << msg;
+      EXPECT_NE(msg.find(shm ? "rank(s) 1 did not join it" : "silent: rank(s) 1"),
+                std::string::npos)
+          << msg;
       std::fprintf(stderr, "rank 0 raised after %lld ms: %s\n",
                    static_cast<long long>(
                        std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()),
@@ -123,6 +133,14 @@ TEST(GlooFaults, PeerStoppedMidTwoRankLargeAllReduceTimesOutNamingIt) {
   ASSERT_EQ(results.size(), 2u);
   EXPECT_TRUE(results[0].ok()) << results[0].Describe() << "\n" << results[0].output;
   EXPECT_EQ(results[1].term_signal, SIGKILL) << results[1].Describe() << "\n" << results[1].output;
+}
+
+TEST(GlooFaults, PeerStoppedMidTwoRankLargeAllReduceTimesOutNamingIt) {
+  PeerStoppedMidTwoRankLargeAllReduce(/*shm=*/false);
+}
+
+TEST(GlooFaults, PeerStoppedMidSharedMemoryAllReduceTimesOutNamingIt) {
+  PeerStoppedMidTwoRankLargeAllReduce(/*shm=*/true);
 }
 
 TEST(GlooFaults, CollectiveOneRankNeverCallsTimesOutNamingTheOp) {

@@ -83,7 +83,7 @@ class CommContext {
   // Native gather and scatter of equal blocks (MPI_Gather / MPI_Scatter), where the engine
   // has them: the same answer on every rank, so every rank takes the same path. `recv` (gather)
   // and `send` (scatter) are the root's `size` contiguous blocks; elsewhere unused.
-  virtual bool HasNativeGatherScatter() const { return false; }
+  virtual bool HasNativeGatherScatter() { return false; }
   virtual void Gather(const void* send, void* recv, int64_t count, DataType dtype, int root,
                       Stream* stream);
   virtual void Scatter(const void* send, void* recv, int64_t count, DataType dtype, int root,

@@ -121,15 +121,32 @@ int AllReduceAlgorithmFromEnv() {
 // ------------------------------------------------------------------ GlooCommContext
 GlooCommContext::GlooCommContext(std::unique_ptr<GlooMesh> mesh,
                                  std::unique_ptr<GlooMesh> exchange_mesh,
-                                 std::chrono::milliseconds timeout, std::string describe)
+                                 std::shared_ptr<Store> store, std::chrono::milliseconds timeout,
+                                 std::string describe)
     : CommContext(mesh->context()->rank, mesh->context()->size),
       mesh_(std::move(mesh)),
       exchange_mesh_(std::move(exchange_mesh)),
+      store_(std::move(store)),
       ctx_(mesh_->context()),
       timeout_(timeout),
       describe_(std::move(describe)),
       allreduce_algorithm_(AllReduceAlgorithmFromEnv()),
       exchange_(exchange_mesh_.get()) {}
+
+ShmGroup* GlooCommContext::Shm() {
+  if (shm_state_ == ShmState::kUndecided) {
+    Call("shared-memory setup", [&] {
+      mesh_->EnsureAll();  // every rank created the group (a timeout names who did not)
+      // Over a store connection of its own: the program may block on the shared one.
+      std::shared_ptr<Store> own = store_->Clone();
+      shm_ = ShmGroup::Create(own ? own : store_, GetRank(), GetSize(), exchange_.Capacity(),
+                              timeout_, describe_);
+    });
+    shm_state_ = shm_ ? ShmState::kOn : ShmState::kOff;
+    shm_live_.store(shm_.get(), std::memory_order_release);
+  }
+  return shm_.get();
+}
 
 // Measured on 2 vCPUs, loopback, float32 sum, medians (docs/benchmarks.md, "Gloo latency"):
 // on two ranks (where the default is the socket all-reduce, RunAllReduce) halving-doubling
@@ -148,6 +165,7 @@ GlooCommContext::GlooCommContext(std::unique_ptr<GlooMesh> mesh,
 // everything) and the socket all-reduce (two, each reducing half) tie, above it the socket
 // all-reduce leads (256 KiB: 70 against 82 us; docs/benchmarks.md, "Gloo latency").
 size_t GlooCommContext::GatheredAllReduceLimit() const {
+  if (shm_state_ == ShmState::kOn) return ShmGroup::kGatheredAllReduceBytes;
   constexpr size_t kTwoRankLimit = size_t{128} << 10;
   return GetSize() == 2 && allreduce_algorithm_ == kAutoAlgorithm ? kTwoRankLimit : SIZE_MAX;
 }
@@ -159,6 +177,10 @@ const char* GlooCommContext::VariableAllGather(const void* send, size_t bytes, s
                                          "capacity of %zu",
                                          describe_.c_str(), bytes, exchange_.Capacity()));
   const char* out = nullptr;
+  if (ShmGroup* shm = Shm()) {
+    ShmCall([&] { out = shm->VariableAllGather(send, bytes, stride, lengths); });
+    return out;
+  }
   Call(
       "allgather",
       [&] {
@@ -212,6 +234,10 @@ void GlooCommContext::AllReduce(const void* send, void* recv, int64_t count, Dat
 void GlooCommContext::Broadcast(const void* send, void* recv, int64_t count, DataType dtype,
                                 int root, Stream*) {
   if (count == 0) return;
+  if (ShmGroup* shm = Shm()) {
+    ShmCall([&] { shm->Broadcast(send, recv, count * SizeOf(dtype), root); });
+    return;
+  }
   Call("broadcast", [&] {
     mesh_->EnsureAll();
     VisitDataType(dtype, [&](auto tag) {
@@ -232,6 +258,10 @@ void GlooCommContext::Reduce(const void* send, void* recv, int64_t count, DataTy
                              const Reduction& red, int root, Stream*) {
   if (count == 0) return;
   CpuReduceInput p = PrepareCpuReduce(send, count, dtype, red);
+  if (ShmGroup* shm = Shm()) {
+    ShmCall([&] { shm->Reduce(p.data, recv, p.count, p.dtype, red.op, root); });
+    return;
+  }
   const bool is_root = GetRank() == root;
   // Gloo reduces into the output on every rank; the contract writes `recv` on the root
   // only, so the other ranks reduce into scratch.
@@ -262,6 +292,10 @@ void GlooCommContext::AllGather(const void* send, void* recv, int64_t send_count
                                 DataType dtype, Stream*) {
   if (send_count == 0) return;
   const size_t bytes = static_cast<size_t>(send_count) * SizeOf(dtype);
+  if (ShmGroup* shm = Shm()) {
+    ShmCall([&] { shm->AllGather(send, recv, bytes); });
+    return;
+  }
   if (bytes <= VariableGatherCapacity()) {  // small: the bound exchange
     const char* all = ExchangeEqual("allgather", send, bytes);
     for (int r = 0; r < GetSize(); ++r) {
@@ -296,6 +330,10 @@ void GlooCommContext::ReduceScatter(const void* send, void* recv, int64_t recv_c
     return;
   }
   CpuReduceInput p = PrepareCpuReduce(send, recv_count * n, dtype, red);
+  if (ShmGroup* shm = Shm()) {
+    ShmCall([&] { shm->ReduceScatter(p.data, recv, p.count / n, p.dtype, red.op); });
+    return;
+  }
   const size_t block = static_cast<size_t>(p.count / n) * SizeOf(p.dtype);
   // Scratch kept across calls (only this stream's thread runs here): fresh pages for every
   // large call cost more than the copy. Past kMaxKeptScratch it is per call, not kept.
@@ -331,6 +369,10 @@ void GlooCommContext::RunAllReduce(const void* send, void* recv, int64_t count, 
                                    const Reduction& red) {
   if (count == 0) return;
   CpuReduceInput p = PrepareCpuReduce(send, count, dtype, red);
+  if (ShmGroup* shm = Shm()) {
+    ShmCall([&] { shm->AllReduce(p.data, recv, p.count, p.dtype, red.op); });
+    return;
+  }
   const size_t bytes = static_cast<size_t>(p.count) * SizeOf(p.dtype);
   if (bytes <= VariableGatherCapacity() && bytes <= GatheredAllReduceLimit()) {
     // Small and mid sizes: gather every rank's input through the bound exchange and reduce
@@ -370,6 +412,44 @@ void GlooCommContext::RunAllReduce(const void* send, void* recv, int64_t count, 
     });
   });
   if (red.op == ReduceOp::AVG) CpuDivide(p.dtype, recv, p.count, GetSize());
+}
+
+// Gather, Scatter and AllToAllV are native on the shared-memory path only (the engine asks
+// HasNativeGatherScatter, and takes false from AllToAllV, before sending blocks itself).
+void GlooCommContext::Gather(const void* send, void* recv, int64_t count, DataType dtype,
+                             int root, Stream*) {
+  ShmGroup* shm = Shm();
+  PADDLE_ENFORCE_NOT_NULL(shm, errors::PreconditionNotMet("%s: no native gather here",
+                                                          describe_.c_str()));
+  ShmCall([&] { shm->Gather(send, recv, count * SizeOf(dtype), root); });
+}
+
+void GlooCommContext::Scatter(const void* send, void* recv, int64_t count, DataType dtype,
+                              int root, Stream*) {
+  ShmGroup* shm = Shm();
+  PADDLE_ENFORCE_NOT_NULL(shm, errors::PreconditionNotMet("%s: no native scatter here",
+                                                          describe_.c_str()));
+  ShmCall([&] { shm->Scatter(send, recv, count * SizeOf(dtype), root); });
+}
+
+bool GlooCommContext::AllToAllV(const void* send, const std::vector<int64_t>& send_counts,
+                                const std::vector<int64_t>& send_offsets, void* recv,
+                                const std::vector<int64_t>& recv_counts,
+                                const std::vector<int64_t>& recv_offsets, DataType dtype,
+                                Stream*) {
+  ShmGroup* shm = Shm();
+  if (shm == nullptr) return false;
+  const size_t es = SizeOf(dtype);
+  auto bytes = [es](const std::vector<int64_t>& v) {
+    std::vector<size_t> out;
+    for (int64_t x : v) out.push_back(static_cast<size_t>(x) * es);
+    return out;
+  };
+  ShmCall([&] {
+    shm->AllToAllV(static_cast<const char*>(send), bytes(send_counts), bytes(send_offsets),
+                   static_cast<char*>(recv), bytes(recv_counts), bytes(recv_offsets));
+  });
+  return true;
 }
 
 // The all-reduces of one group, fused into one Gloo call per (dtype, op, factor).
@@ -414,9 +494,12 @@ std::unique_ptr<CommContext> CreateGlooCommContext(const std::shared_ptr<Store>&
   GlooCall("device creation", [&] { device = ::gloo::transport::tcp::CreateDevice(attr); });
   const std::string listening = device->str();  // before the mesh takes the device
   // Pairs connect on first use (gloo_mesh_internal.h): creating the group waits for no one.
-  auto mesh = std::make_unique<GlooMesh>(
-      std::make_shared<PrefixStore>("gloo/" + std::to_string(gid), store), rank, size, device,
-      options.timeout, describe);
+  auto group_store = std::make_shared<PrefixStore>("gloo/" + std::to_string(gid), store);
+  // Before the mesh publishes this rank's address: a rank whose address is there has
+  // published where it runs too (ShmGroup::Create reads it without waiting).
+  group_store->set(ShmGroup::HostKey(rank), ShmGroup::HostValue());
+  auto mesh = std::make_unique<GlooMesh>(group_store, rank, size, device, options.timeout,
+                                         describe);
   auto exchange_mesh = std::make_unique<GlooMesh>(
       std::make_shared<PrefixStore>("gloo/" + std::to_string(gid) + "/exchange", store), rank,
       size, std::move(device), options.timeout, describe + " (exchange connections)");
@@ -425,7 +508,8 @@ std::unique_ptr<CommContext> CreateGlooCommContext(const std::shared_ptr<Store>&
   VLOG(1) << describe << " listens on " << listening << " (chosen by "
           << (attr.iface.empty() ? "address " + attr.hostname : "interface " + attr.iface) << ")";
   return std::make_unique<GlooCommContext>(std::move(mesh), std::move(exchange_mesh),
-                                           options.timeout, std::move(describe));
+                                           std::move(group_store), options.timeout,
+                                           std::move(describe));
 }
 
 }  // namespace distributed

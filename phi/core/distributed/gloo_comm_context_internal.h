@@ -19,6 +19,7 @@
 #include "phi/core/distributed/cpu_coalesce.h"
 #include "phi/core/distributed/cpu_reduce.h"
 #include "phi/core/distributed/gloo_mesh_internal.h"
+#include "phi/core/distributed/shm_group.h"
 #include "phi/core/errors.h"
 
 namespace phi {
@@ -111,9 +112,11 @@ class GlooFusedExchange {
 class GlooCommContext : public CommContext {
  public:
   // `exchange_mesh` connects the same ranks over connections of their own, for the fused
-  // exchange only (see GlooFusedExchange).
+  // exchange only (see GlooFusedExchange). `store`: the group's rendezvous prefix, where the
+  // first collective decides whether the ranks share a host (ShmGroup::Create).
   GlooCommContext(std::unique_ptr<GlooMesh> mesh, std::unique_ptr<GlooMesh> exchange_mesh,
-                  std::chrono::milliseconds timeout, std::string describe);
+                  std::shared_ptr<Store> store, std::chrono::milliseconds timeout,
+                  std::string describe);
 
   std::string BackendName() const override { return "Gloo"; }
   bool SupportsAnySource() const override { return true; }
@@ -138,15 +141,27 @@ class GlooCommContext : public CommContext {
   size_t GatheredAllReduceLimit() const override;
   const char* VariableAllGather(const void* send, size_t bytes, size_t* stride,
                                 std::vector<size_t>* lengths, Stream*) override;
+  // Native where the group shares a host (the shared-memory path); else the engine's sends.
+  bool HasNativeGatherScatter() override { return Shm() != nullptr; }
+  void Gather(const void* send, void* recv, int64_t count, DataType dtype, int root,
+              Stream*) override;
+  void Scatter(const void* send, void* recv, int64_t count, DataType dtype, int root,
+               Stream*) override;
+  bool AllToAllV(const void* send, const std::vector<int64_t>& send_counts,
+                 const std::vector<int64_t>& send_offsets, void* recv,
+                 const std::vector<int64_t>& recv_counts,
+                 const std::vector<int64_t>& recv_offsets, DataType dtype, Stream*) override;
   void ConnectAll() override {
     Call("connect", [this] {
       mesh_->EnsureAll();
       exchange_mesh_->EnsureAll();
     });
   }
-  // Marks the communicator broken and closes its pairs: the peers' ops on them fail at once.
+  // Marks the communicator broken and closes its pairs and its shared segment: the peers'
+  // ops fail at once.
   void Abort(const std::string& why) override {
     MarkBroken("aborted: " + why);
+    if (ShmGroup* shm = shm_live_.load(std::memory_order_acquire)) shm->Abort(why);
     mesh_->CloseConnected();
     exchange_mesh_->CloseConnected();
   }
@@ -206,12 +221,26 @@ class GlooCommContext : public CommContext {
   // the exchange's next receive does not spin: GlooFusedExchange::AfterGlooOp).
   template <typename F>
   void Call(const char* what, F&& f, bool on_exchange = false);
+  // The same for an op over shared memory, except that InvalidArgument (calls that differ,
+  // found at the op's first step on every rank alike) leaves the communicator usable.
+  template <typename F>
+  void ShmCall(F&& f);
   void ThrowIfBroken() const;
   // Keeps the first failure: from then on every call raises it (ThrowIfBroken).
   void MarkBroken(const std::string& why);
 
+  // The shared-memory path, decided by the first collective (the same answer on every rank:
+  // ShmGroup::Create); nullptr when the group does not share a host. Only the comm stream's
+  // thread calls it; Abort, on any thread, reaches the segment through shm_live_.
+  ShmGroup* Shm();
+  enum class ShmState { kUndecided, kOn, kOff };
+  ShmState shm_state_ = ShmState::kUndecided;
+  std::unique_ptr<ShmGroup> shm_;
+  std::atomic<ShmGroup*> shm_live_{nullptr};
+
   std::unique_ptr<GlooMesh> mesh_;
   std::unique_ptr<GlooMesh> exchange_mesh_;
+  std::shared_ptr<Store> store_;
   std::shared_ptr<::gloo::Context> ctx_;
   std::chrono::milliseconds timeout_;
   std::string describe_;
@@ -271,6 +300,19 @@ void GlooCommContext::Call(const char* what, F&& f, bool on_exchange) {
     MarkBroken(msg);
     if (e.code() == ErrorCode::kUnavailable) throw UnavailableError(msg);
     if (gloo_timed_out) throw TimeoutError(msg);
+    throw;
+  }
+}
+
+template <typename F>
+void GlooCommContext::ShmCall(F&& f) {
+  ThrowIfBroken();
+  try {
+    f();
+  } catch (const InvalidArgumentError&) {
+    throw;
+  } catch (const EnforceNotMet& e) {
+    MarkBroken(e.what());
     throw;
   }
 }

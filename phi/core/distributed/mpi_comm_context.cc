@@ -321,7 +321,7 @@ bool NativeCollectives() {
 }
 }  // namespace
 
-bool MpiCommContext::HasNativeGatherScatter() const { return NativeCollectives(); }
+bool MpiCommContext::HasNativeGatherScatter() { return NativeCollectives(); }
 
 // Block counts agree on every rank: the agreement check compared them before the job ran.
 void MpiCommContext::Gather(const void* send, void* recv, int64_t count, DataType dtype,

@@ -84,7 +84,7 @@ class MpiCommContext : public CommContext {
   // then one MPI_Allreduce of "all mine match", so that every rank raises or none does).
   // PADDLE_MPI_NATIVE_COLLECTIVES=0 turns it off, and the native gather and scatter (the
   // engine's grouped sends and receives then; for comparing them).
-  bool HasNativeGatherScatter() const override;
+  bool HasNativeGatherScatter() override;
   void Gather(const void* send, void* recv, int64_t count, DataType dtype, int root,
               Stream*) override;
   void Scatter(const void* send, void* recv, int64_t count, DataType dtype, int root,

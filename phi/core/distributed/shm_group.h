@@ -1,0 +1,150 @@
+// ShmGroup: the ranks of a CPU group that share a host, exchanging through one shared-memory
+// segment instead of loopback TCP (internal to the CPU engine; the Gloo CommContext uses it
+// for every collective when the whole group is on one host, docs/architecture.md, "CPU
+// transports").
+//
+// The segment: a header, one control word per rank (its step counter, futex-waited), and two
+// sets of one slot per rank. Every collective is a sequence of *steps*: a rank writes its own
+// slot, announces the step (its counter), waits until every rank has announced it, then reads
+// the others' slots. A *use* is one or more steps on the same set; consecutive uses alternate
+// sets, so a rank may write set s again only after every rank has announced the first step of
+// the use in between, which they do after they finished reading set s. One step per small
+// op, no acknowledgements.
+//
+// Waiting: a bounded spin (FLAGS_gloo_spin_us, yielding the core), then a futex wait in
+// slices of kLivenessSlice, after each of which the missing ranks' processes are checked:
+// a dead one ends the op at once (Unavailable, naming it), the group's timeout names the
+// ranks that never announced the step. A failure on any rank is posted in the segment and
+// wakes every rank, which then raises the same cause: the communicator is broken everywhere.
+//
+// Lifetime: rank 0 creates the segment (a random name, O_EXCL), every rank maps it, and
+// once all have mapped it rank 0 unlinks it: nothing stays in /dev/shm after any exit from
+// then on. A crash inside that window leaves a segment named after the creator's pid, which
+// the next creation on the host removes once that pid is gone.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "phi/core/data_type.h"
+#include "phi/core/distributed/reduce_op.h"
+#include "phi/core/distributed/store/store.h"
+
+namespace phi {
+namespace distributed {
+
+// What makes two processes able to share a segment and to check each other's pid: the same
+// boot, and the same network, mount and pid namespaces. Processes in different network
+// namespaces (containers, tools/sim_cluster.sh's simulated nodes) count as different hosts
+// even on one machine.
+std::string ShmHostIdentity();
+
+class ShmGroup {
+ public:
+  // The store key under which each rank publishes its host identity when its communicator is
+  // created (before the Gloo mesh publishes its addresses, so that a rank whose address is in
+  // the store has published this too).
+  static std::string HostKey(int rank);
+  static std::string HostValue();  // this process's identity, pid and FLAGS_cpu_shm_transport
+
+  // Collective: every rank of the group calls it, at the same point of its op sequence.
+  // Returns the same answer on every rank: the group, when every rank is on this host,
+  // has FLAGS_cpu_shm_transport on and mapped the segment; else nullptr (the caller keeps
+  // its network path). Raises Timeout naming the ranks that never came, within `timeout`.
+  // Slots are at least `min_slot_bytes` (what VariableAllGather must take).
+  static std::unique_ptr<ShmGroup> Create(const std::shared_ptr<Store>& store, int rank, int size,
+                                          size_t min_slot_bytes, std::chrono::milliseconds timeout,
+                                          const std::string& describe);
+  ~ShmGroup();
+  ShmGroup(const ShmGroup&) = delete;
+  ShmGroup& operator=(const ShmGroup&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // The largest block VariableAllGather takes (>= the fused exchange's capacity).
+  size_t SlotBytes() const { return slot_bytes_; }
+  // The all-reduces up to this many bytes gather every input and reduce locally (one step);
+  // larger ones reduce-scatter and all-gather (two steps a piece).
+  static constexpr size_t kGatheredAllReduceBytes = size_t{32} << 10;
+
+  // The collectives (shm_collectives.cc). Inputs of reductions are prepared by the caller
+  // (PrepareCpuReduce: complex as its real view, PREMUL_SUM scaled); AVG divides here.
+  // Every slice is reduced once, by one rank, in rank order: the same bits on every rank.
+  void AllReduce(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op);
+  void Reduce(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op, int root);
+  void Broadcast(const void* in, void* out, size_t bytes, int root);
+  void AllGather(const void* in, void* out, size_t bytes);
+  void ReduceScatter(const void* in, void* out, int64_t recv_count, DataType dtype, ReduceOp op);
+  void Gather(const void* in, void* out, size_t bytes, int root);
+  void Scatter(const void* in, void* out, size_t bytes, int root);
+  // Block r of `in` (send_bytes[r] at send_offsets[r]) goes to rank r, whose block for this
+  // rank lands at recv_offsets[this rank] of its `out`; sizes were checked by the engine.
+  void AllToAllV(const char* in, const std::vector<size_t>& send_bytes,
+                 const std::vector<size_t>& send_offsets, char* out,
+                 const std::vector<size_t>& recv_bytes, const std::vector<size_t>& recv_offsets);
+  // Blocks of up to SlotBytes(); rank r's at result + r * *stride, (*lengths)[r] bytes, valid
+  // until the call after the next (the engine reads it before its next call).
+  const char* VariableAllGather(const void* in, size_t bytes, size_t* stride,
+                                std::vector<size_t>* lengths);
+
+  // Ends every rank's op in flight now, and every later one, with `why` (Unavailable). Any
+  // thread; idempotent (the first cause wins).
+  void Abort(const std::string& why);
+
+  // The op the following steps belong to, and its deadline (the group's timeout from now):
+  // named in every error. Its signature (`what`, `bytes`, `root`; pass 0 and -1 where ranks
+  // legitimately differ) travels with the op's first step and is compared there: calls that
+  // differ (possible with FLAGS_check_collective_agreement off) raise InvalidArgument on every
+  // rank at the same step, leaving the group usable, instead of desynchronising it.
+  void BeginOp(const char* what, uint64_t bytes, int root);
+
+  // The segment's header and per-rank control block (layouts in shm_group.cc).
+  struct Header;
+  struct Control;
+
+ private:
+  Control* Controls() const;
+  ShmGroup(int rank, int size, std::chrono::milliseconds timeout, std::string describe);
+  void Map(int fd, size_t bytes);
+  size_t LayoutBytes() const;
+
+  // The step protocol.
+  int NextSet();                          // the set of the next use (alternates)
+  char* Slot(int set, int rank) const;    // a rank's slot of a set
+  uint64_t* Meta(int set, int rank) const;  // its size + 2 words of lengths and flags
+  void Step();                            // announce the next step; wait for every rank
+  void CheckSignatures() const;           // after an op's first step
+  void WaitFor(int peer, uint32_t step);
+  [[noreturn]] void FailStep(int kind, const std::string& cause);
+  [[noreturn]] void RaisePosted();
+  bool PeerGone(int peer, std::string* how) const;
+  std::string MissingRanks(uint32_t step) const;
+  void WakeAll();
+
+  // A large all-reduce's piece (a use of two steps); `root` < 0: every rank gets the result.
+  void ReducePiece(const char* in, char* out, int64_t count, DataType dtype, ReduceOp op,
+                   int root);
+
+  int rank_, size_;
+  std::chrono::milliseconds timeout_;
+  std::string describe_;
+  size_t slot_bytes_ = 0, meta_stride_ = 0;
+  char* base_ = nullptr;
+  size_t mapped_ = 0;
+  Header* header_ = nullptr;
+  uint32_t step_ = 0;  // steps this rank announced
+  uint64_t uses_ = 0;  // uses so far (the set of the next: uses_ & 1)
+  const char* what_ = "op";
+  int set_ = 0;              // the set of the current use
+  uint64_t signature_ = 0;   // the current op's (BeginOp)
+  bool signature_pending_ = false;  // its first step has not run yet
+  std::chrono::steady_clock::time_point deadline_;
+};
+
+}  // namespace distributed
+}  // namespace phi
