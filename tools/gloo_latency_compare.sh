@@ -44,6 +44,21 @@ for b in "$LAUNCH" "$BENCH"; do
 done
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+# Every run is bounded: an engine that hangs (Gloo's unbound-buffer allreduce once did, at
+# 4 ranks and 64 MiB, in-process beside ours) ends the script with its log instead of waiting.
+RUN_LIMIT=${RUN_LIMIT:-600}
+# The raw algorithms beside ours in the same processes, on two ranks only: on four, Gloo's
+# unbound-buffer allreduce, run on the context its other algorithms share, now and then
+# never completes (ranks blocked in waitSend/waitRecv; seen at 1 and 64 MiB). The separate-
+# process raw run is the baseline either way.
+INPROC=""
+((NPROC == 2)) && INPROC=--baseline
+bounded() {
+  timeout "$RUN_LIMIT" "$@" || {
+    echo "gloo_latency_compare: '$*' failed or ran past ${RUN_LIMIT}s (RUN_LIMIT)" >&2
+    return 1
+  }
+}
 
 bytes() {  # 8 / 1K / 16M -> bytes
   local s=$1 m=1
@@ -63,24 +78,24 @@ if /usr/bin/python3 -c 'import torch' 2>/dev/null; then HAVE_TORCH=1; fi
 for ((rep = 0; rep < REPS; rep++)); do
   for s in ${SIZES//,/ }; do
     common="-c allreduce -b $s -e $s --sync $(iters_for "$s")"
-    echo "gloo_latency_compare: rep $rep, $s: ours (+ in-process raw)" >&2
-    "$LAUNCH" --nproc_per_node "$NPROC" -- "$BENCH" $common --no-outofplace --baseline \
+    echo "gloo_latency_compare: rep $rep, $s: ours${INPROC:+ (+ in-process raw)}" >&2
+    bounded "$LAUNCH" --nproc_per_node "$NPROC" -- "$BENCH" $common --no-outofplace $INPROC \
       --json "$TMP/ours.$rep.$s.json" > "$TMP/ours.$rep.$s.log" 2>&1
     echo "gloo_latency_compare: rep $rep, $s: ours over TCP" >&2
-    FLAGS_cpu_shm_transport=0 "$LAUNCH" --nproc_per_node "$NPROC" -- "$BENCH" $common \
+    FLAGS_cpu_shm_transport=0 bounded "$LAUNCH" --nproc_per_node "$NPROC" -- "$BENCH" $common \
       --no-outofplace --json "$TMP/tcp.$rep.$s.json" > "$TMP/tcp.$rep.$s.log" 2>&1
     if ((HAVE_MPI)); then
       echo "gloo_latency_compare: rep $rep, $s: OpenMPI" >&2
-      "$LAUNCH" --backend mpi --nproc_per_node "$NPROC" -- "$BENCH" $common --backend mpi \
+      bounded "$LAUNCH" --backend mpi --nproc_per_node "$NPROC" -- "$BENCH" $common --backend mpi \
         --no-outofplace --baseline --json "$TMP/mpi.$rep.$s.json" > "$TMP/mpi.$rep.$s.log" 2>&1
     fi
     echo "gloo_latency_compare: rep $rep, $s: raw Gloo, separate processes" >&2
-    "$LAUNCH" --nproc_per_node "$NPROC" -- "$BENCH" $common --raw_only \
+    bounded "$LAUNCH" --nproc_per_node "$NPROC" -- "$BENCH" $common --raw_only \
       --json "$TMP/raw.$rep.$s.json" > "$TMP/raw.$rep.$s.log" 2>&1
   done
   if ((HAVE_TORCH)); then
     echo "gloo_latency_compare: rep $rep: torch gloo" >&2
-    /usr/bin/python3 "$ROOT/tools/torch_gloo_bench.py" --nproc "$NPROC" --sizes "$SIZES" \
+    bounded /usr/bin/python3 "$ROOT/tools/torch_gloo_bench.py" --nproc "$NPROC" --sizes "$SIZES" \
       --iters 200 --big_iters 8 --rounds 5 > "$TMP/torch.$rep.jsonl" 2> "$TMP/torch.$rep.log"
   fi
 done
@@ -116,12 +131,13 @@ for s in sizes:
         r = load(os.path.join(tmp, f"raw.{rep}.{s}.json"))
         ours.append((o["median_us"], o["p90_us"]))
         n, m, p = best(r["raw"]); sep.append((m, p)); names.append(n)
-        inproc.append(best(o["raw"])[1:])
+        if o.get("raw"): inproc.append(best(o["raw"])[1:])
     med = lambda xs, i: statistics.median(x[i] for x in xs)
-    om, op, sm, sp, im = med(ours, 0), med(ours, 1), med(sep, 0), med(sep, 1), med(inproc, 0)
+    om, op, sm, sp = med(ours, 0), med(ours, 1), med(sep, 0), med(sep, 1)
+    ip = f"{med(inproc, 0):.0f} | {med(inproc, 0)/sm:.2f}" if inproc else "- | -"
     size_b = json.load(open(os.path.join(tmp, f"ours.0.{s}.json")))["results"][0]["size_bytes"]
     mm = f"{fmt(med(mpi, 0), med(mpi, 1))} | {om/med(mpi, 0):.2f}" if mpi else "- | -"
-    row = f"| {s} | {fmt(om, op)} | {fmt(med(tcp, 0), med(tcp, 1))} | {mm} | {'/'.join(sorted(set(names)))} {fmt(sm, sp)} | {om/sm:.2f} | {im:.0f} | {im/sm:.2f} |"
+    row = f"| {s} | {fmt(om, op)} | {fmt(med(tcp, 0), med(tcp, 1))} | {mm} | {'/'.join(sorted(set(names)))} {fmt(sm, sp)} | {om/sm:.2f} | {ip} |"
     t = torch.get(size_b)
     if t:
         tm = statistics.median(x["median_us"] for x in t); tp = statistics.median(x["p90_us"] for x in t)
