@@ -418,18 +418,21 @@ void GlooCommContext::RunAllReduce(const void* send, void* recv, int64_t count, 
 // HasNativeGatherScatter, and takes false from AllToAllV, before sending blocks itself).
 void GlooCommContext::Gather(const void* send, void* recv, int64_t count, DataType dtype,
                              int root, Stream*) {
-  ShmGroup* shm = Shm();
-  PADDLE_ENFORCE_NOT_NULL(shm, errors::PreconditionNotMet("%s: no native gather here",
-                                                          describe_.c_str()));
+  ShmGroup* shm = NativeShm("gather");
   ShmCall([&] { shm->Gather(send, recv, count * SizeOf(dtype), root); });
 }
 
 void GlooCommContext::Scatter(const void* send, void* recv, int64_t count, DataType dtype,
                               int root, Stream*) {
-  ShmGroup* shm = Shm();
-  PADDLE_ENFORCE_NOT_NULL(shm, errors::PreconditionNotMet("%s: no native scatter here",
-                                                          describe_.c_str()));
+  ShmGroup* shm = NativeShm("scatter");
   ShmCall([&] { shm->Scatter(send, recv, count * SizeOf(dtype), root); });
+}
+
+ShmGroup* GlooCommContext::NativeShm(const char* op) {
+  ShmGroup* shm = Shm();
+  PADDLE_ENFORCE_NOT_NULL(shm, errors::PreconditionNotMet("%s: no native %s here",
+                                                          describe_.c_str(), op));
+  return shm;
 }
 
 bool GlooCommContext::AllToAllV(const void* send, const std::vector<int64_t>& send_counts,

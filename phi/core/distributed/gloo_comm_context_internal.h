@@ -233,6 +233,7 @@ class GlooCommContext : public CommContext {
   // ShmGroup::Create); nullptr when the group does not share a host. Only the comm stream's
   // thread calls it; Abort, on any thread, reaches the segment through shm_live_.
   ShmGroup* Shm();
+  ShmGroup* NativeShm(const char* op);  // Shm() for an op that has no network path here
   enum class ShmState { kUndecided, kOn, kOff };
   ShmState shm_state_ = ShmState::kUndecided;
   std::unique_ptr<ShmGroup> shm_;

@@ -53,31 +53,25 @@ void ShmGroup::ReducePiece(const char* in, char* out, int64_t count, DataType dt
 }
 
 void ShmGroup::AllReduce(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op) {
-  const size_t es = SizeOf(dtype), bytes = static_cast<size_t>(count) * es;
-  BeginOp("allreduce", bytes, -1);
-  if (bytes <= std::min(kGatheredAllReduceBytes, slot_bytes_)) {
-    const int set = NextSet();
-    Copy(Slot(set, rank_), in, bytes);
-    Step();
-    CpuAllReduceGathered(dtype, op, Slot(set, 0), slot_bytes_, size_, count, out);
-    return;
-  }
-  const int64_t piece = static_cast<int64_t>(slot_bytes_ / es);
-  for (int64_t off = 0; off < count; off += piece) {
-    ReducePiece(static_cast<const char*>(in) + off * es, static_cast<char*>(out) + off * es,
-                std::min(piece, count - off), dtype, op, -1);
-  }
+  ReduceTo("allreduce", in, out, count, dtype, op, -1);
 }
 
 void ShmGroup::Reduce(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op,
                       int root) {
+  ReduceTo("reduce", in, out, count, dtype, op, root);
+}
+
+void ShmGroup::ReduceTo(const char* what, const void* in, void* out, int64_t count,
+                        DataType dtype, ReduceOp op, int root) {
   const size_t es = SizeOf(dtype), bytes = static_cast<size_t>(count) * es;
-  BeginOp("reduce", bytes, root);
+  BeginOp(what, bytes, root);
   if (bytes <= std::min(kGatheredAllReduceBytes, slot_bytes_)) {
     const int set = NextSet();
     Copy(Slot(set, rank_), in, bytes);
     Step();
-    if (rank_ == root) CpuAllReduceGathered(dtype, op, Slot(set, 0), slot_bytes_, size_, count, out);
+    if (root < 0 || rank_ == root) {
+      CpuAllReduceGathered(dtype, op, Slot(set, 0), slot_bytes_, size_, count, out);
+    }
     return;
   }
   const int64_t piece = static_cast<int64_t>(slot_bytes_ / es);

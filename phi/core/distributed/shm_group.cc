@@ -170,8 +170,7 @@ std::string ShmHostIdentity() {
 std::string ShmGroup::HostKey(int rank) { return "shm/host/" + std::to_string(rank); }
 
 std::string ShmGroup::HostValue() {
-  return std::string(FLAGS_cpu_shm_transport ? "1" : "0") + " " + std::to_string(getpid()) +
-         " " + ShmHostIdentity();
+  return std::string(FLAGS_cpu_shm_transport ? "1" : "0") + " " + ShmHostIdentity();
 }
 
 ShmGroup::ShmGroup(int rank, int size, std::chrono::milliseconds timeout, std::string describe)
@@ -201,18 +200,14 @@ std::unique_ptr<ShmGroup> ShmGroup::Create(const std::shared_ptr<Store>& store, 
                                            const std::string& describe) {
   if (size < 2) return nullptr;
   // 1. Is every rank on this host, with the transport on?
-  const auto host_keys = RankKeys("shm/host/", size);
+  std::vector<std::string> host_keys;
+  for (int r = 0; r < size; ++r) host_keys.push_back(HostKey(r));
   WaitRankKeys(store.get(), host_keys, timeout, describe, "create this group");
   const auto hosts = store->multi_get(host_keys);
-  auto fields = [](const std::vector<uint8_t>& v) {
-    std::string s(v.begin(), v.end());
-    size_t a = s.find(' '), b = s.find(' ', a + 1);
-    return std::make_tuple(s.substr(0, a), s.substr(a + 1, b - a - 1), s.substr(b + 1));
-  };
-  const std::string my_identity = std::get<2>(fields(hosts[static_cast<size_t>(rank)]));
+  const std::vector<uint8_t>& mine = hosts[static_cast<size_t>(rank)];
   for (const auto& h : hosts) {
-    auto f = fields(h);
-    if (std::get<0>(f) != "1" || std::get<2>(f) != my_identity) {
+    // "<flag> <identity>": the flag on everywhere, and every identity equal to this rank's.
+    if (h.empty() || h[0] != '1' || h != mine) {
       VLOG(1) << describe << ": not every rank shares this host (or FLAGS_cpu_shm_transport is "
               << "off on one): collectives go over the network";
       return nullptr;

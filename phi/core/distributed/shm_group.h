@@ -50,7 +50,7 @@ class ShmGroup {
   // created (before the Gloo mesh publishes its addresses, so that a rank whose address is in
   // the store has published this too).
   static std::string HostKey(int rank);
-  static std::string HostValue();  // this process's identity, pid and FLAGS_cpu_shm_transport
+  static std::string HostValue();  // FLAGS_cpu_shm_transport and this process's identity
 
   // Collective: every rank of the group calls it, at the same point of its op sequence.
   // Returns the same answer on every rank: the group, when every rank is on this host,
@@ -66,8 +66,6 @@ class ShmGroup {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
-  // The largest block VariableAllGather takes (>= the fused exchange's capacity).
-  size_t SlotBytes() const { return slot_bytes_; }
   // The all-reduces up to this many bytes gather every input and reduce locally (one step);
   // larger ones reduce-scatter and all-gather (two steps a piece).
   static constexpr size_t kGatheredAllReduceBytes = size_t{32} << 10;
@@ -87,7 +85,7 @@ class ShmGroup {
   void AllToAllV(const char* in, const std::vector<size_t>& send_bytes,
                  const std::vector<size_t>& send_offsets, char* out,
                  const std::vector<size_t>& recv_bytes, const std::vector<size_t>& recv_offsets);
-  // Blocks of up to SlotBytes(); rank r's at result + r * *stride, (*lengths)[r] bytes, valid
+  // Blocks of up to a slot (>= the fused exchange's capacity, Create's min_slot_bytes); rank r's at result + r * *stride, (*lengths)[r] bytes, valid
   // until the call after the next (the engine reads it before its next call).
   const char* VariableAllGather(const void* in, size_t bytes, size_t* stride,
                                 std::vector<size_t>* lengths);
@@ -126,7 +124,10 @@ class ShmGroup {
   std::string MissingRanks(uint32_t step) const;
   void WakeAll();
 
-  // A large all-reduce's piece (a use of two steps); `root` < 0: every rank gets the result.
+  // AllReduce (`root` < 0: every rank gets the result) and Reduce.
+  void ReduceTo(const char* what, const void* in, void* out, int64_t count, DataType dtype,
+                ReduceOp op, int root);
+  // A large all-reduce's piece (a use of two steps); `root` as in ReduceTo.
   void ReducePiece(const char* in, char* out, int64_t count, DataType dtype, ReduceOp op,
                    int root);
 
