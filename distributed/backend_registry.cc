@@ -23,6 +23,17 @@ std::string Lower(std::string s) {
   return s;
 }
 
+// The timeout of `backend`'s process group: its pg_options' when they set one, else the
+// group's.
+[[maybe_unused]] std::chrono::milliseconds TimeoutFor(const BackendOptions& o,
+                                                      const std::string& backend) {
+  if (o.pg_options && o.pg_options->backend() == backend &&
+      o.pg_options->timeout > std::chrono::milliseconds::zero()) {
+    return o.pg_options->timeout;
+  }
+  return o.timeout;
+}
+
 }  // namespace
 
 BackendRegistry& BackendRegistry::Instance() {
@@ -34,8 +45,9 @@ BackendRegistry& BackendRegistry::Instance() {
 BackendRegistry::BackendRegistry() {
   Register("gloo",
            [](const BackendOptions& o) -> std::shared_ptr<ProcessGroup> {
-             return std::make_shared<ProcessGroupGloo>(o.store, o.rank, o.size, o.gid,
-                                                       o.timeout);
+             return std::make_shared<ProcessGroupGloo>(
+                 o.store, o.rank, o.size, o.gid, o.timeout,
+                 o.OptionsFor<ProcessGroupGlooOptions>("gloo"), o.group_desc);
            },
            {"cpu"});
   // In-process loopback for one rank: layers above test fast with real results.
@@ -52,15 +64,29 @@ BackendRegistry::BackendRegistry() {
   Register("mpi",
            [](const BackendOptions& o) -> std::shared_ptr<ProcessGroup> {
              return std::make_shared<ProcessGroupMPI>(o.store, o.rank, o.size, o.gid,
-                                                      o.timeout);
+                                                      o.timeout, o.group_desc);
            },
            {"cpu"});
 #endif
 #ifdef PADDLE_WITH_NCCL
   Register("nccl",
            [](const BackendOptions& o) -> std::shared_ptr<ProcessGroup> {
+             phi::distributed::NCCLCommOptions config;
+             bool high_priority = false;
+             if (const auto* n = o.OptionsFor<ProcessGroupNCCLOptions>("nccl")) {
+               config.use_config = n->blocking >= 0 || n->cga_cluster_size >= 0 ||
+                                   n->min_ctas >= 0 || n->max_ctas >= 0 ||
+                                   !n->net_name.empty();
+               config.blocking = n->blocking != 0;
+               config.cga_cluster_size = n->cga_cluster_size;
+               config.min_ctas = n->min_ctas;
+               config.max_ctas = n->max_ctas;
+               config.net_name = n->net_name;
+               high_priority = n->is_high_priority_stream;
+             }
              return std::make_shared<ProcessGroupNCCL>(o.store, o.rank, o.size, o.gid,
-                                                       o.timeout, o.device_id);
+                                                       TimeoutFor(o, "nccl"), o.device_id,
+                                                       config, high_priority, o.group_desc);
            },
            {"cuda"});
 #endif

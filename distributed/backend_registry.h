@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "distributed/process_group.h"
+#include "distributed/process_group_options.h"
 #include "phi/core/distributed/store/store.h"
 
 namespace paddle_like {
@@ -25,6 +26,15 @@ struct BackendOptions {
   int gid = 0;
   std::chrono::milliseconds timeout = ProcessGroup::kUnsetTimeout;  // the default's
   int device_id = -1;  // device backends: -1 chooses from the rank
+  // The group's pg_options (null: none), and the user's description of the group.
+  std::shared_ptr<const ProcessGroupOptions> pg_options;
+  std::string group_desc;
+  // `pg_options` when they are for `backend` (lower case), else null.
+  template <typename T>
+  const T* OptionsFor(const std::string& backend) const {
+    if (!pg_options || pg_options->backend() != backend) return nullptr;
+    return dynamic_cast<const T*>(pg_options.get());
+  }
 };
 
 using BackendCreator = std::function<std::shared_ptr<ProcessGroup>(const BackendOptions&)>;

@@ -52,7 +52,7 @@ void CollectiveFingerprintChecker::Check(const OpDesc& desc, const std::string& 
   std::vector<std::string> keys;
   for (int r = 0; r < size_; ++r) keys.push_back(Key(n, r));
   try {
-    store_->wait(keys, timeout_);
+    store_->wait(keys, timeout_.load());
   } catch (const phi::TimeoutError&) {
     std::string missing;
     for (int r = 0; r < size_; ++r) {
@@ -62,7 +62,7 @@ void CollectiveFingerprintChecker::Check(const OpDesc& desc, const std::string& 
         "%s: rank(s) %s did not reach %s within %lld ms (collective check). They died, hang, "
         "or run fewer collectives than rank %d.",
         group_desc.c_str(), missing.c_str(), mine.c_str(),
-        static_cast<long long>(timeout_.count()), rank_));
+        static_cast<long long>(timeout_.load().count()), rank_));
   }
   // Every rank compares all fingerprints, so all ranks see the same set and all raise.
   auto values = store_->multi_get(keys);

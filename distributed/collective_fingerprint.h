@@ -6,6 +6,7 @@
 // per op: a debugging aid, off by default.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -25,6 +26,8 @@ class CollectiveFingerprintChecker {
   // compared (their peers legitimately differ). Thread-safe: concurrent calls take distinct
   // numbers, one check at a time.
   void Check(const OpDesc& desc, const std::string& group_desc);
+  // How long a later check waits for the other ranks (set_timeout).
+  void SetTimeout(std::chrono::milliseconds timeout) { timeout_.store(timeout); }
 
   // The part of an op that must agree across ranks.
   static std::string Fingerprint(const OpDesc& desc, uint64_t n);
@@ -33,7 +36,7 @@ class CollectiveFingerprintChecker {
   std::string Key(uint64_t seq, int rank) const;
   std::shared_ptr<phi::distributed::Store> store_;
   int gid_, rank_, size_;
-  std::chrono::milliseconds timeout_;
+  std::atomic<std::chrono::milliseconds> timeout_;
   std::mutex mu_;              // one check at a time; guards the counters
   uint64_t collectives_ = 0;  // collectives checked so far
   uint64_t last_checked_ = 0;

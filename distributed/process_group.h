@@ -72,6 +72,13 @@ class ProcessGroup {
   int GetSize() const { return size_; }
   int GetGid() const { return gid_; }
   virtual std::string GetBackendName() const = 0;
+  // Where this process's tensors for this backend live: the CPU, or a device backend's
+  // device (what staged traffic, such as object collectives, is copied to).
+  virtual phi::Place DefaultPlace() const { return phi::CPUPlace(); }
+  // The timeout of the ops issued from now on, and of everything that times them (waits,
+  // the watchdog, the communicator's own calls and connections): set_timeout on a group
+  // whose backend exists. An op already issued keeps its own.
+  virtual void SetTimeout(std::chrono::milliseconds timeout) {}
   virtual phi::DeviceContext* GetDeviceContext(const phi::Place& place,
                                                bool use_calc_stream = false) const = 0;
 

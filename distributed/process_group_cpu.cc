@@ -10,8 +10,8 @@ using phi::distributed::CommContextManager;
 
 ProcessGroupCpu::ProcessGroupCpu(std::shared_ptr<phi::distributed::Store> store, int rank,
                                  int size, int gid, std::chrono::milliseconds timeout,
-                                 std::string comm_key)
-    : ProcessGroupWithStream(std::move(store), rank, size, gid, timeout),
+                                 std::string comm_key, std::string group_desc)
+    : ProcessGroupWithStream(std::move(store), rank, size, gid, timeout, std::move(group_desc)),
       comm_key_(std::move(comm_key)) {}
 
 ProcessGroupCpu::~ProcessGroupCpu() {
@@ -34,6 +34,11 @@ phi::distributed::CommContext* ProcessGroupCpu::GetOrCreateCommContext(const phi
   return CommContextManager::Instance().GetOrCreate(
       CommContextManager::KeyOf(comm_key_, GetGid()), this, GetRank(), GetSize(),
       [this] { return CreateCommContext(); });
+}
+
+void ProcessGroupCpu::SetCommTimeout(std::chrono::milliseconds timeout) {
+  auto* comm = CommContextManager::Instance().Get(CommContextManager::KeyOf(comm_key_, GetGid()));
+  if (comm != nullptr) comm->SetTimeout(timeout);
 }
 
 void ProcessGroupCpu::CheckPlace(const phi::Place& place) const {

@@ -18,7 +18,8 @@ class ProcessGroupCpu : public ProcessGroupWithStream {
  public:
   // `comm_key`: the backend's name in CommContextManager keys ("mpi").
   ProcessGroupCpu(std::shared_ptr<phi::distributed::Store> store, int rank, int size, int gid,
-                  std::chrono::milliseconds timeout, std::string comm_key);
+                  std::chrono::milliseconds timeout, std::string comm_key,
+                  std::string group_desc = {});
   // Finishes the jobs still queued (they use the communicator), then drops the communicator.
   ~ProcessGroupCpu() override;
 
@@ -32,6 +33,8 @@ class ProcessGroupCpu : public ProcessGroupWithStream {
       const std::function<void(phi::distributed::CommContext*)>& then = nullptr);
 
   phi::distributed::CommContext* GetOrCreateCommContext(const phi::Place& place) final;
+  // The one communicator, when it exists (Gloo creates it with the group).
+  void SetCommTimeout(std::chrono::milliseconds timeout) final;
   void CheckPlace(const phi::Place& place) const final;
   phi::Place BarrierPlace(const BarrierOptions&) const final { return phi::CPUPlace(); }
 

@@ -6,14 +6,18 @@
 #include <memory>
 
 #include "distributed/process_group_cpu.h"
+#include "distributed/process_group_options.h"
 
 namespace paddle_like {
 namespace distributed {
 
 class ProcessGroupGloo : public ProcessGroupCpu {
  public:
+  // `options` (may be null): where Gloo listens and this backend's timeout.
   ProcessGroupGloo(std::shared_ptr<phi::distributed::Store> store, int rank, int size, int gid,
-                   std::chrono::milliseconds timeout);
+                   std::chrono::milliseconds timeout,
+                   const ProcessGroupGlooOptions* options = nullptr,
+                   std::string group_desc = {});
 
   // Creates the group and registers it in ProcessGroupIdMap under gid. The default timeout
   // is FLAGS_default_group_timeout_s.
@@ -25,6 +29,9 @@ class ProcessGroupGloo : public ProcessGroupCpu {
 
  protected:
   std::unique_ptr<phi::distributed::CommContext> CreateCommContext() override;
+
+ private:
+  std::string interface_, hostname_;  // ProcessGroupGlooOptions' (empty: the default rule)
 };
 
 }  // namespace distributed

@@ -6,8 +6,10 @@ namespace paddle_like {
 namespace distributed {
 
 ProcessGroupMPI::ProcessGroupMPI(std::shared_ptr<phi::distributed::Store> store, int rank,
-                                 int size, int gid, std::chrono::milliseconds timeout)
-    : ProcessGroupCpu(std::move(store), rank, size, gid, timeout, "mpi") {
+                                 int size, int gid, std::chrono::milliseconds timeout,
+                                 std::string group_desc)
+    : ProcessGroupCpu(std::move(store), rank, size, gid, timeout, "mpi",
+                      std::move(group_desc)) {
   CreateCommContextNow();
 }
 

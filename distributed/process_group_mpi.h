@@ -21,7 +21,7 @@ class ProcessGroupMPI : public ProcessGroupCpu {
   // Always eager: MPI creates a communicator collectively, so it cannot wait for the first
   // op, which may be a send between two of the members only.
   ProcessGroupMPI(std::shared_ptr<phi::distributed::Store> store, int rank, int size, int gid,
-                  std::chrono::milliseconds timeout);
+                  std::chrono::milliseconds timeout, std::string group_desc = {});
 
  protected:
   std::unique_ptr<phi::distributed::CommContext> CreateCommContext() override;

@@ -32,10 +32,12 @@ int ProcessGroupNCCL::DefaultDevice(int rank) {
 
 ProcessGroupNCCL::ProcessGroupNCCL(std::shared_ptr<phi::distributed::Store> store, int rank,
                                    int size, int gid, std::chrono::milliseconds timeout,
-                                   int device, phi::distributed::NCCLCommOptions options)
-    : ProcessGroupWithStream(std::move(store), rank, size, gid, timeout),
+                                   int device, phi::distributed::NCCLCommOptions options,
+                                   bool high_priority_stream, std::string group_desc)
+    : ProcessGroupWithStream(std::move(store), rank, size, gid, timeout, std::move(group_desc)),
       place_(phi::GPUPlace(device >= 0 ? device : DefaultDevice(rank))),
-      options_(std::move(options)) {
+      options_(std::move(options)),
+      high_priority_stream_(high_priority_stream) {
   PADDLE_ENFORCE_LT(place_.GetDeviceId(), phi::GetGPUDeviceCount(),
                     phi::errors::Unavailable("%s: gpu:%d is not visible.", Describe().c_str(),
                                              place_.GetDeviceId()));

@@ -18,9 +18,11 @@ class ProcessGroupNCCL : public ProcessGroupWithStream {
  public:
   // device -1: LOCAL_RANK from the environment, else rank % (visible devices).
   // UnavailableError when no CUDA device is visible.
+  // `high_priority_stream`: the comm stream takes the device's greatest priority.
   ProcessGroupNCCL(std::shared_ptr<phi::distributed::Store> store, int rank, int size, int gid,
                    std::chrono::milliseconds timeout, int device = -1,
-                   phi::distributed::NCCLCommOptions options = {});
+                   phi::distributed::NCCLCommOptions options = {},
+                   bool high_priority_stream = false, std::string group_desc = {});
   ~ProcessGroupNCCL() override;
 
   // Creates the group and registers it in ProcessGroupIdMap under gid.
@@ -32,6 +34,7 @@ class ProcessGroupNCCL : public ProcessGroupWithStream {
   std::string GetBackendName() const override { return "NCCL"; }
   // The device this process's collectives run on.
   const phi::Place& place() const { return place_; }
+  phi::Place DefaultPlace() const override { return place_; }
   // The group's communicator (created on first use).
   phi::distributed::NCCLCommContext* GetCommContext();
 
@@ -40,12 +43,14 @@ class ProcessGroupNCCL : public ProcessGroupWithStream {
   void CheckPlace(const phi::Place& place) const override;
   phi::Place BarrierPlace(const BarrierOptions& opts) const override;
   bool BlockingWait() const override;
+  bool HighPriorityCommStream() const override { return high_priority_stream_; }
 
  private:
   static int DefaultDevice(int rank);
 
   phi::Place place_;
   phi::distributed::NCCLCommOptions options_;
+  bool high_priority_stream_;
 };
 
 }  // namespace distributed

@@ -45,14 +45,21 @@ using namespace engine;  // NOLINT: the engine's own checks
 
 
 // ------------------------------------------------------------------ group basics
+// " 'attention tp'": the user's description of a group, after its id in every message.
+static std::string DescSuffix(const std::string& group_desc) {
+  return group_desc.empty() ? std::string() : " '" + group_desc + "'";
+}
+
 ProcessGroupWithStream::ProcessGroupWithStream(std::shared_ptr<phi::distributed::Store> store,
                                                int rank, int size, int gid,
-                                               std::chrono::milliseconds timeout)
+                                               std::chrono::milliseconds timeout,
+                                               std::string group_desc)
     : ProcessGroup(rank, size, gid),
       store_(std::move(store)),
       timeout_(timeout > std::chrono::milliseconds::zero()
                    ? timeout
                    : std::chrono::milliseconds(int64_t{FLAGS_default_group_timeout_s} * 1000)),
+      group_desc_(std::move(group_desc)),
       recorder_(std::make_shared<FlightRecorder>(
           FLAGS_enable_async_trace ? static_cast<size_t>(FLAGS_async_trace_count) : 0)) {
   PADDLE_ENFORCE(size > 0 && rank >= 0 && rank < size,
@@ -60,12 +67,12 @@ ProcessGroupWithStream::ProcessGroupWithStream(std::shared_ptr<phi::distributed:
                      "A process group needs 0 <= rank < size, got rank %d, size %d.", rank,
                      size));
   if (FLAGS_check_collective_mismatch && store_) {
-    checker_ = std::make_unique<CollectiveFingerprintChecker>(store_, gid, rank, size, timeout_);
+    checker_ = std::make_unique<CollectiveFingerprintChecker>(store_, gid, rank, size, timeout_.load());
   }
   watch_ = std::make_shared<WatchTarget>(
-      "process group " + std::to_string(gid) + " (rank " + std::to_string(rank) + "/" +
-          std::to_string(size) + ")",
-      gid, rank, size, timeout_, recorder_, store_,
+      "process group " + std::to_string(gid) + DescSuffix(group_desc_) + " (rank " +
+          std::to_string(rank) + "/" + std::to_string(size) + ")",
+      gid, rank, size, timeout_.load(), recorder_, store_,
       [this](const std::string& why) { AbortComm(why); });
   WatchGroup(watch_);
 }
@@ -88,7 +95,7 @@ void ProcessGroupWithStream::ShutdownStreams() {
   }
   for (auto& kv : lanes) {
     try {
-      kv.second->Synchronize(timeout_);
+      kv.second->Synchronize(timeout_.load());
     } catch (const std::exception& e) {
       LOG(WARNING) << "process group " << GetGid() << ": a point-to-point lane did not drain "
                    << "at shutdown: " << e.what();
@@ -98,7 +105,7 @@ void ProcessGroupWithStream::ShutdownStreams() {
   // A CPU comm stream drains its queue before its thread joins; a CUDA one synchronizes.
   for (auto& kv : doomed) {
     try {
-      kv.second->stream()->Synchronize(timeout_);
+      kv.second->stream()->Synchronize(timeout_.load());
     } catch (const std::exception& e) {
       LOG(WARNING) << "process group " << GetGid() << ": comm stream did not drain at shutdown: "
                    << e.what();
@@ -118,6 +125,26 @@ uint64_t ProcessGroupWithStream::p2p_seq() const {
 
 std::string ProcessGroupWithStream::DumpRecentOps() const { return recorder_->Dump(); }
 
+void ProcessGroupWithStream::SetTimeout(std::chrono::milliseconds timeout) {
+  PADDLE_ENFORCE(timeout > std::chrono::milliseconds::zero(),
+                 phi::errors::InvalidArgument("%s: a timeout must be positive, got %lld ms.",
+                                              Describe().c_str(),
+                                              static_cast<long long>(timeout.count())));
+  timeout_.store(timeout);
+  if (checker_) checker_->SetTimeout(timeout);
+  watch_->SetTimeout(timeout);
+  SetCommTimeout(timeout);
+}
+
+void ProcessGroupWithStream::SetCommTimeout(std::chrono::milliseconds timeout) {
+  std::vector<phi::Place> places;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (const auto& kv : comm_stream_contexts_) places.push_back(kv.first);
+  }
+  for (const auto& place : places) GetOrCreateCommContext(place)->SetTimeout(timeout);
+}
+
 void ProcessGroupWithStream::AbortComm(const std::string& why) {
   std::vector<phi::Place> places;
   {
@@ -133,8 +160,9 @@ void ProcessGroupWithStream::AbortComm(const std::string& why) {
 const std::shared_ptr<const std::string>& ProcessGroupWithStream::DescribePtr() const {
   std::call_once(describe_once_, [this] {
     describe_ = std::make_shared<const std::string>(
-        "ProcessGroup" + GetBackendName() + "(gid " + std::to_string(GetGid()) + ", rank " +
-        std::to_string(GetRank()) + "/" + std::to_string(GetSize()) + ")");
+        "ProcessGroup" + GetBackendName() + "(gid " + std::to_string(GetGid()) +
+        DescSuffix(group_desc_) + ", rank " + std::to_string(GetRank()) + "/" +
+        std::to_string(GetSize()) + ")");
   });
   return describe_;
 }
@@ -145,7 +173,8 @@ phi::DeviceContext* ProcessGroupWithStream::CommStreamContext(const phi::Place& 
   std::lock_guard<std::mutex> lk(mu_);
   auto& slot = comm_stream_contexts_[place];
   if (!slot) {
-    slot = phi::CreateCommStreamContext(place, GetBackendName() + "-comm-g" + std::to_string(GetGid()));
+    slot = phi::CreateCommStreamContext(
+        place, GetBackendName() + "-comm-g" + std::to_string(GetGid()), HighPriorityCommStream());
   }
   return slot.get();
 }
@@ -192,7 +221,7 @@ std::shared_ptr<StreamTask> ProcessGroupWithStream::NewTask(const OpDesc& desc, 
   // on the watchdog's heartbeat; the store reads are bounded (the waiter already timed out).
   constexpr std::chrono::milliseconds kReportBudget{1000};
   auto task = std::make_shared<StreamTask>(
-      GetRank(), desc, sync_op, DescribePtr(), calc, BlockingWait(), timeout_,
+      GetRank(), desc, sync_op, DescribePtr(), calc, BlockingWait(), timeout_.load(),
       [recorder = recorder_] { return recorder->Dump(); },
       [watch = std::weak_ptr<WatchTarget>(watch_), desc] {
         auto w = watch.lock();
@@ -367,8 +396,8 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
     pending_p2p_.push_back(end);
   }
 
-  if (FLAGS_benchmark) stream->Synchronize(timeout_);
-  if (sync_op) task->Wait(timeout_);
+  if (FLAGS_benchmark) stream->Synchronize(timeout_.load());
+  if (sync_op) task->Wait(timeout_.load());
   return task;
 }
 
@@ -458,7 +487,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
   if (c->jobs.empty()) {  // nothing to issue: a task that is already complete
     phi::Stream* host = phi::DeviceContextPool::Instance().Get(phi::CPUPlace())->stream();
     auto done = std::make_shared<StreamTask>(GetRank(), desc, false, DescribePtr(), host, false,
-                                             timeout_, nullptr);
+                                             timeout_.load(), nullptr);
     done->Issue(std::shared_ptr<phi::Event>(host->CreateEvent()), host, {});
     return done;
   }
@@ -520,8 +549,8 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
       LaunchJob(stream, std::move(job), c->any_sync && !c->use_calc_stream);
   for (auto& j : c->jobs) j.task->Issue(end, stream, j.holders);
   group_task->Issue(end, stream, {});
-  if (FLAGS_benchmark) stream->Synchronize(timeout_);
-  if (c->any_sync) group_task->Wait(timeout_);
+  if (FLAGS_benchmark) stream->Synchronize(timeout_.load());
+  if (c->any_sync) group_task->Wait(timeout_.load());
   return group_task;
 }
 

@@ -8,6 +8,7 @@
 // ProcessGroupNCCL) only says how to create its CommContext and what its places are.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -34,14 +35,18 @@ class WatchTarget;
 
 class ProcessGroupWithStream : public ProcessGroup {
  public:
-  // timeout <= 0: FLAGS_default_group_timeout_s.
+  // timeout <= 0: FLAGS_default_group_timeout_s. `group_desc`: the user's description of the
+  // group (new_group's group_desc), in every message about it and in its flight-recorder dump.
   ProcessGroupWithStream(std::shared_ptr<phi::distributed::Store> store, int rank, int size,
-                         int gid, std::chrono::milliseconds timeout);
+                         int gid, std::chrono::milliseconds timeout,
+                         std::string group_desc = {});
   ~ProcessGroupWithStream() override;
 
   phi::DeviceContext* GetDeviceContext(const phi::Place& place,
                                        bool use_calc_stream = false) const override;
-  std::chrono::milliseconds timeout() const { return timeout_; }
+  std::chrono::milliseconds timeout() const { return timeout_.load(); }
+  const std::string& group_desc() const { return group_desc_; }
+  void SetTimeout(std::chrono::milliseconds timeout) override;
   // The last collective sequence number this group issued (OpDesc::seq), and the last
   // point-to-point one (OpDesc::p2p_seq).
   uint64_t seq() const;
@@ -106,6 +111,11 @@ class ProcessGroupWithStream : public ProcessGroup {
   // Whether Task::Wait blocks the host on a device stream (FLAGS_comm_blocking_wait, plus
   // the backend's own flag). CPU calc streams always block: they are the host.
   virtual bool BlockingWait() const;
+  // Whether the comm streams of device places take the device's greatest priority.
+  virtual bool HighPriorityCommStream() const { return false; }
+  // Gives the communicators that exist the new timeout (SetTimeout). A backend whose
+  // communicators live outside comm_stream_contexts_' places overrides it.
+  virtual void SetCommTimeout(std::chrono::milliseconds timeout);
 
   const std::shared_ptr<phi::distributed::Store>& store() const { return store_; }
   // Finishes every job queued on the comm streams and destroys them. A backend calls it
@@ -147,7 +157,8 @@ class ProcessGroupWithStream : public ProcessGroup {
   std::shared_ptr<StreamTask> NewTask(const OpDesc& desc, bool sync_op, phi::Stream* calc);
 
   std::shared_ptr<phi::distributed::Store> store_;
-  std::chrono::milliseconds timeout_;
+  std::atomic<std::chrono::milliseconds> timeout_;
+  const std::string group_desc_;
   mutable std::mutex mu_;
   uint64_t seq_ = 0;      // collectives issued (OpDesc::seq)
   uint64_t p2p_seq_ = 0;  // point-to-point ops issued (OpDesc::p2p_seq)

@@ -227,7 +227,7 @@ class Watchdog {
     }
     if (!oldest) return;
     auto age = Clock::now() - oldest->state->issued_at;
-    auto limit = t.timeout_ + std::chrono::milliseconds(FLAGS_comm_watchdog_interval_ms);
+    auto limit = t.timeout_.load() + std::chrono::milliseconds(FLAGS_comm_watchdog_interval_ms);
     const std::pair<uint64_t, uint64_t> id{oldest->desc.seq, oldest->desc.p2p_seq};
     if (age < limit || oldest->state->timeout_reported.load() || oldest->state->aborted.load() ||
         w->reported.count(id)) {
@@ -240,7 +240,7 @@ class Watchdog {
 
   std::string Report(WatchTarget& t, const FlightRecorder::Entry& stuck) {
     return "Watchdog: " + t.describe_ + ": " + stuck.desc.ToString() +
-           " has not finished well after " + std::to_string(t.timeout_.count()) +
+           " has not finished well after " + std::to_string(t.timeout_.load().count()) +
            " ms (the group's timeout), and nobody waited for it." +
            ProgressReport(*t.store_, t.size_, stuck.desc, t.rank_, *t.recorder_);
   }

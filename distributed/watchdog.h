@@ -43,6 +43,8 @@ class WatchTarget {
               std::shared_ptr<phi::distributed::Store> store,
               std::function<void(const std::string&)> fail);
   void Retire();
+  // The timeout the watchdog holds this group's ops to from now on (set_timeout).
+  void SetTimeout(std::chrono::milliseconds timeout) { timeout_.store(timeout); }
 
   // The progress report for `op` (see ProgressReport below) read on a thread and a store
   // connection of their own and waited for at most `budget`: for a caller whose wait on
@@ -57,7 +59,7 @@ class WatchTarget {
   friend void WatchGroup(const std::shared_ptr<WatchTarget>& target);
   std::string describe_;
   int gid_, rank_, size_;
-  std::chrono::milliseconds timeout_;
+  std::atomic<std::chrono::milliseconds> timeout_;
   std::shared_ptr<FlightRecorder> recorder_;
   std::shared_ptr<phi::distributed::Store> store_;  // its own connection when it can
   std::mutex mu_;  // guards fail_ and retired_; held while the watchdog acts on the group

@@ -69,10 +69,7 @@ std::vector<WorkPtr> batch_isend_irecv(const std::vector<P2POp>& ops) {
   std::vector<ProcessGroup::TaskPtr> tasks;
   auto group_task = Coalesced(pg, [&] {
     for (const auto& op : ops) {
-      const int peer = get_group_rank(g, op.peer);
-      PADDLE_ENFORCE(peer >= 0, phi::errors::InvalidArgument(
-                                    "batch_isend_irecv: global rank %d is not in group '%s'.",
-                                    op.peer, g->name().c_str()));
+      const int peer = GroupRankOf(g, op.peer, "batch_isend_irecv peer");
       tasks.push_back(op.kind == P2POp::Kind::kSend
                           ? pg->Send(*op.tensor, peer, 0, -1, false, false, {op.tag})
                           : pg->Recv(op.tensor, peer, 0, -1, false, false, {op.tag}));

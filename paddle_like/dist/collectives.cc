@@ -14,14 +14,6 @@ namespace {
 
 using distributed::ProcessGroup;
 
-int GroupRankOf(const GroupPtr& g, int global_rank, const char* what) {
-  int r = get_group_rank(g, global_rank);
-  PADDLE_ENFORCE(r >= 0, phi::errors::InvalidArgument(
-                             "%s: global rank %d is not in group '%s'.", what, global_rank,
-                             g->name().c_str()));
-  return r;
-}
-
 WorkPtr Finish(ProcessGroup::TaskPtr task, const GroupPtr& g, bool async_op,
                std::vector<DenseTensor> results = {}) {
   auto work =
@@ -45,7 +37,7 @@ WorkPtr all_reduce(DenseTensor* tensor, ReduceOp op, const CollectiveOptions& o)
   return Finish(std::move(task), g, o.async_op, {*tensor});
 }
 
-WorkPtr broadcast(DenseTensor* tensor, int src, const CollectiveOptions& o) {
+WorkPtr broadcast(DenseTensor* tensor, RankArg src, const CollectiveOptions& o) {
   GroupPtr g = ResolveGroup(o.group, "broadcast");
   if (!g) return nullptr;
   PADDLE_ENFORCE_NOT_NULL(tensor, phi::errors::InvalidArgument("broadcast: tensor is null."));
@@ -55,7 +47,7 @@ WorkPtr broadcast(DenseTensor* tensor, int src, const CollectiveOptions& o) {
                 o.async_op, {*tensor});
 }
 
-WorkPtr reduce(DenseTensor* tensor, int dst, ReduceOp op, const CollectiveOptions& o) {
+WorkPtr reduce(DenseTensor* tensor, RankArg dst, ReduceOp op, const CollectiveOptions& o) {
   GroupPtr g = ResolveGroup(o.group, "reduce");
   if (!g) return nullptr;
   PADDLE_ENFORCE_NOT_NULL(tensor, phi::errors::InvalidArgument("reduce: tensor is null."));
@@ -129,7 +121,7 @@ WorkPtr all_to_all(std::vector<DenseTensor>* outputs, const std::vector<DenseTen
                 *outputs);
 }
 
-WorkPtr gather(const DenseTensor& tensor, std::vector<DenseTensor>* gather_list, int dst,
+WorkPtr gather(const DenseTensor& tensor, std::vector<DenseTensor>* gather_list, RankArg dst,
                const CollectiveOptions& o) {
   GroupPtr g = ResolveGroup(o.group, "gather");
   if (!g) return nullptr;
@@ -140,7 +132,7 @@ WorkPtr gather(const DenseTensor& tensor, std::vector<DenseTensor>* gather_list,
                 gather_list ? *gather_list : std::vector<DenseTensor>{});
 }
 
-WorkPtr scatter(DenseTensor* tensor, const std::vector<DenseTensor>& scatter_list, int src,
+WorkPtr scatter(DenseTensor* tensor, const std::vector<DenseTensor>& scatter_list, RankArg src,
                 const CollectiveOptions& o) {
   GroupPtr g = ResolveGroup(o.group, "scatter");
   if (!g) return nullptr;
@@ -174,7 +166,7 @@ WorkPtr reduce_scatter(DenseTensor* output, const std::vector<DenseTensor>& inpu
                 {*output});
 }
 
-WorkPtr gather_into_tensor(DenseTensor* output, const DenseTensor& input, int dst,
+WorkPtr gather_into_tensor(DenseTensor* output, const DenseTensor& input, RankArg dst,
                            const CollectiveOptions& o) {
   GroupPtr g = ResolveGroup(o.group, "gather_into_tensor");
   if (!g) return nullptr;
@@ -207,31 +199,33 @@ WorkPtr barrier(const CollectiveOptions& o, const std::vector<int>& device_ids) 
   return Finish(std::move(task), g, o.async_op);
 }
 
-WorkPtr isend(const DenseTensor& tensor, int dst, const P2POptions& o) {
+WorkPtr isend(const DenseTensor& tensor, RankArg dst, const P2POptions& o) {
   GroupPtr g = ResolveGroup(o.group, "isend");
   if (!g) return nullptr;
   const int peer = GroupRankOf(g, dst, "send dst");
   return Finish(Backend(g, tensor)->Send(tensor, peer, 0, -1, false, false, {o.tag}), g, true);
 }
 
-WorkPtr irecv(DenseTensor* tensor, int src, const P2POptions& o) {
+WorkPtr irecv(DenseTensor* tensor, RankArg src, const P2POptions& o) {
   GroupPtr g = ResolveGroup(o.group, "irecv");
   if (!g) return nullptr;
   PADDLE_ENFORCE_NOT_NULL(tensor, phi::errors::InvalidArgument("irecv: tensor is null."));
-  const int peer = src == kAnySource ? distributed::kAnySource : GroupRankOf(g, src, "recv src");
+  const int peer = src.value() == kAnySource ? distributed::kAnySource
+                                               : GroupRankOf(g, src, "recv src");
   return Finish(Backend(g, *tensor)->Recv(tensor, peer, 0, -1, false, false, {o.tag}), g, true);
 }
 
-void send(const DenseTensor& tensor, int dst, const P2POptions& o) {
+void send(const DenseTensor& tensor, RankArg dst, const P2POptions& o) {
   if (WorkPtr w = isend(tensor, dst, o)) w->wait();
 }
 
-int recv(DenseTensor* tensor, int src, const P2POptions& o) {
+int recv(DenseTensor* tensor, RankArg src, const P2POptions& o) {
   WorkPtr w = irecv(tensor, src, o);
   if (!w) return -1;
   w->wait();
   GroupPtr g = o.group ? o.group : world();
-  return get_global_rank(g, w->source_rank() >= 0 ? w->source_rank() : get_group_rank(g, src));
+  return get_global_rank(g, w->source_rank() >= 0 ? w->source_rank()
+                                                   : GroupRankOf(g, src, "recv src"));
 }
 
 }  // namespace dist

@@ -87,5 +87,20 @@ void SplitInto(const phi::DenseTensor& flat, const phi::DenseTensor& like, int p
   }
 }
 
+int GroupRankOf(const GroupPtr& g, RankArg r, const char* what) {
+  if (r.group_relative()) {
+    PADDLE_ENFORCE(r.value() >= 0 && r.value() < g->size(),
+                   phi::errors::InvalidArgument(
+                       "%s: group rank %d is not a rank of group '%s' (its ranks are 0..%d).",
+                       what, r.value(), g->name().c_str(), g->size() - 1));
+    return r.value();
+  }
+  const int group_rank = get_group_rank(g, r.value());
+  PADDLE_ENFORCE(group_rank >= 0, phi::errors::InvalidArgument(
+                                      "%s: global rank %d is not in group '%s'.", what,
+                                      r.value(), g->name().c_str()));
+  return group_rank;
+}
+
 }  // namespace dist
 }  // namespace paddle_like

@@ -19,6 +19,10 @@ GroupPtr ResolveGroup(const GroupPtr& group, const char* op);
 std::shared_ptr<Store> RootStore();
 int InitRank();
 
+// The group rank `r` names in `g` (a global rank converted, a GroupRank checked against the
+// group's size); InvalidArgument naming `what` ("broadcast src") and the group otherwise.
+int GroupRankOf(const GroupPtr& g, RankArg r, const char* what);
+
 // "0, 2, 3" ("none" when empty): ranks as every message of paddle_like::dist lists them.
 std::string RankList(const std::vector<int>& ranks);
 

@@ -7,8 +7,9 @@
 //   work->wait();                                            // the group's timeout
 //
 // Conventions (as torch.distributed):
-//  - `src`/`dst`/`peer` arguments are GLOBAL ranks (of the world group); a rank outside
-//    the group is an InvalidArgumentError. split_group and shrink_group take PARENT-group
+//  - `src`/`dst`/`peer` arguments are GLOBAL ranks (of the world group), or group ranks
+//    written GroupRank{r} (the seed's group_src/group_dst/group_peer); a rank outside the
+//    group is an InvalidArgumentError. split_group and shrink_group take PARENT-group
 //    ranks, as the seed does.
 //  - Every rank calls new_group() for every group, in the same order (also the ranks that
 //    are not in it): group ids are agreed by that order and never collide. A rank outside
@@ -119,8 +120,14 @@ class Group {
   int rank() const { return rank_; }  // this process's group rank; -1 when not a member
   int size() const { return static_cast<int>(ranks_.size()); }
   const std::string& backend_config() const { return backend_config_; }
+  const std::string& group_desc() const { return group_desc_; }
+  const std::shared_ptr<const distributed::ProcessGroupOptions>& pg_options() const {
+    return pg_options_;
+  }
   std::chrono::milliseconds timeout() const { return timeout_.load(); }
-  void set_timeout(std::chrono::milliseconds t) { timeout_.store(t); }
+  // The timeout of later waits, later ops and the backends' communicators (those that
+  // exist included: their calls, connections and watchdog from the next op on).
+  void set_timeout(std::chrono::milliseconds t);
   const std::map<std::string, std::string>& backend_by_device() const {
     return backend_by_device_;
   }
@@ -151,6 +158,8 @@ class Group {
   int rank_;
   std::string backend_config_;
   std::map<std::string, std::string> backend_by_device_;  // "cpu" -> "gloo"
+  std::string group_desc_;
+  std::shared_ptr<const distributed::ProcessGroupOptions> pg_options_;
   std::shared_ptr<Store> store_;                          // the group's (prefixed) store
   std::atomic<std::chrono::milliseconds> timeout_;
   int device_id_ = -1;  // device backends run on it (-1: chosen from the rank)
@@ -188,7 +197,9 @@ int get_world_size(const GroupPtr& group = nullptr);
 std::string get_backend(const GroupPtr& group = nullptr);
 // The device -> backend map of a group, as "cpu:gloo,cuda:nccl".
 std::string get_backend_config(const GroupPtr& group = nullptr);
-// The timeout of later waits and later-created backends of `group` (null: the world).
+// The timeout of `group` (null: the world) from now on: later waits, later ops, and the
+// communicators of its backends, those that exist included (an op already issued keeps its
+// own). Not positive: InvalidArgument.
 void set_timeout(std::chrono::milliseconds timeout, const GroupPtr& group = nullptr);
 // The backend of `device` in the default config of this build ("gloo" for "cpu").
 std::string get_default_backend_for_device(const std::string& device);
@@ -207,6 +218,11 @@ struct NewGroupOptions {
   // The group ranks follow the global ranks' order (true, the seed's default) or the order
   // given (split_group keeps it: its group rank 0 is the first rank listed).
   bool sort_ranks = true;
+  // The backend's options (the seed's pg_options: distributed/process_group_options.h), for
+  // one of the group's backends (else InvalidArgument); null: the defaults.
+  std::shared_ptr<const distributed::ProcessGroupOptions> pg_options;
+  // Describes the group in every message about it and in its flight-recorder dump.
+  std::string group_desc;
 };
 // `ranks`: global ranks (empty: all). Duplicates or out-of-range ranks: InvalidArgument.
 GroupPtr new_group(std::vector<int> ranks = {}, const NewGroupOptions& options = {});
@@ -215,6 +231,7 @@ struct ShrinkOptions {
   // timeout): the way out of a group whose member died mid-op.
   bool abort = false;
   std::chrono::milliseconds timeout = kUnsetTimeout;  // the parent's
+  std::shared_ptr<const distributed::ProcessGroupOptions> pg_options;  // as new_group's
 };
 // A group of the parent's ranks minus `ranks_to_exclude` (PARENT-group ranks, as the seed).
 // Only the ranks that stay call it, in the same order; it never contacts an excluded rank
@@ -230,6 +247,27 @@ int get_group_rank(const GroupPtr& group, int global_rank);  // -1 when not in i
 int get_global_rank(const GroupPtr& group, int group_rank);
 std::vector<int> get_process_group_ranks(const GroupPtr& group);
 
+// ------------------------------------------------------------------ rank arguments
+// A src / dst / peer argument. A plain int is a GLOBAL rank (torch.distributed's `src`); a
+// GroupRank{r} is rank r of the call's group (the seed's `group_src`, `group_dst`,
+// `group_peer`). A C++ call takes exactly one of the two by construction, so the seed's
+// "both given" / "neither given" errors cannot arise here. A global rank outside the group
+// or a group rank outside [0, size): InvalidArgument naming the call and the group.
+struct GroupRank {
+  int rank;
+};
+class RankArg {
+ public:
+  RankArg(int global_rank) : rank_(global_rank), group_relative_(false) {}  // NOLINT
+  RankArg(GroupRank r) : rank_(r.rank), group_relative_(true) {}            // NOLINT
+  int value() const { return rank_; }
+  bool group_relative() const { return group_relative_; }
+
+ private:
+  int rank_;
+  bool group_relative_;
+};
+
 // ------------------------------------------------------------------ collectives
 struct CollectiveOptions {
   GroupPtr group;        // null: the world
@@ -238,8 +276,8 @@ struct CollectiveOptions {
 };
 WorkPtr all_reduce(DenseTensor* tensor, ReduceOp op = ReduceOp::SUM,
                    const CollectiveOptions& o = {});
-WorkPtr broadcast(DenseTensor* tensor, int src, const CollectiveOptions& o = {});
-WorkPtr reduce(DenseTensor* tensor, int dst, ReduceOp op = ReduceOp::SUM,
+WorkPtr broadcast(DenseTensor* tensor, RankArg src, const CollectiveOptions& o = {});
+WorkPtr reduce(DenseTensor* tensor, RankArg dst, ReduceOp op = ReduceOp::SUM,
                const CollectiveOptions& o = {});
 WorkPtr all_gather_into_tensor(DenseTensor* output, const DenseTensor& input,
                                const CollectiveOptions& o = {});
@@ -255,10 +293,10 @@ WorkPtr all_to_all_single(DenseTensor* output, const DenseTensor& input,
 WorkPtr all_to_all(std::vector<DenseTensor>* outputs, const std::vector<DenseTensor>& inputs,
                    const CollectiveOptions& o = {});
 // `gather_list` is used on dst only (empty: filled).
-WorkPtr gather(const DenseTensor& tensor, std::vector<DenseTensor>* gather_list, int dst,
+WorkPtr gather(const DenseTensor& tensor, std::vector<DenseTensor>* gather_list, RankArg dst,
                const CollectiveOptions& o = {});
 // `scatter_list` is used on src only.
-WorkPtr scatter(DenseTensor* tensor, const std::vector<DenseTensor>& scatter_list, int src,
+WorkPtr scatter(DenseTensor* tensor, const std::vector<DenseTensor>& scatter_list, RankArg src,
                 const CollectiveOptions& o = {});
 // device_ids: the devices a device backend's barrier runs on (empty: the group's CPU backend,
 // or its device backend when it has no CPU one; this build's device backend is NCCL, one
@@ -270,18 +308,18 @@ struct P2POptions {
   int tag = 0;
 };
 constexpr int kAnySource = -1;
-void send(const DenseTensor& tensor, int dst, const P2POptions& o = {});
+void send(const DenseTensor& tensor, RankArg dst, const P2POptions& o = {});
 // Returns the sender's global rank (src, or the one that came with kAnySource).
-int recv(DenseTensor* tensor, int src = kAnySource, const P2POptions& o = {});
-WorkPtr isend(const DenseTensor& tensor, int dst, const P2POptions& o = {});
-WorkPtr irecv(DenseTensor* tensor, int src = kAnySource, const P2POptions& o = {});
+int recv(DenseTensor* tensor, RankArg src = kAnySource, const P2POptions& o = {});
+WorkPtr isend(const DenseTensor& tensor, RankArg dst, const P2POptions& o = {});
+WorkPtr irecv(DenseTensor* tensor, RankArg src = kAnySource, const P2POptions& o = {});
 
 // reduce_scatter with lists: `inputs` has one tensor per group rank; rank r gets the
 // reduction of every rank's inputs[r].
 WorkPtr reduce_scatter(DenseTensor* output, const std::vector<DenseTensor>& inputs,
                        ReduceOp op = ReduceOp::SUM, const CollectiveOptions& o = {});
 // Gather into one tensor of size() blocks on dst (global rank).
-WorkPtr gather_into_tensor(DenseTensor* output, const DenseTensor& input, int dst,
+WorkPtr gather_into_tensor(DenseTensor* output, const DenseTensor& input, RankArg dst,
                            const CollectiveOptions& o = {});
 // Whether `op` applies to complex tensors (run as their real view): SUM, AVG, PREMUL_SUM.
 bool supports_complex(ReduceOp op);
@@ -293,13 +331,13 @@ struct P2POp {
   enum class Kind { kSend, kRecv };
   Kind kind;
   DenseTensor* tensor;
-  int peer;
+  RankArg peer;  // global, or GroupRank{r} (the seed's group_peer)
   GroupPtr group;  // null: the world; every op of a batch uses one group
   int tag = 0;
-  static P2POp isend(DenseTensor* t, int peer, GroupPtr group = nullptr, int tag = 0) {
+  static P2POp isend(DenseTensor* t, RankArg peer, GroupPtr group = nullptr, int tag = 0) {
     return P2POp{Kind::kSend, t, peer, std::move(group), tag};
   }
-  static P2POp irecv(DenseTensor* t, int peer, GroupPtr group = nullptr, int tag = 0) {
+  static P2POp irecv(DenseTensor* t, RankArg peer, GroupPtr group = nullptr, int tag = 0) {
     return P2POp{Kind::kRecv, t, peer, std::move(group), tag};
   }
 };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "paddle_like/dist/dist_internal.h"
 #include "phi/core/errors.h"
 
 namespace paddle_like {
@@ -30,112 +31,153 @@ namespace {
 // Object traffic has a tag of its own, so it never matches a user's tensor send/recv.
 constexpr int kObjectTag = 0x0b1ec7;
 
-DenseTensor Int64s(std::vector<int64_t> v) { return DenseTensor::FromVector(v); }
+// Where a group's object traffic runs: its CPU backend, or, on a group with only a device
+// backend (NCCL), that backend's device: the bytes are staged through device memory, as the
+// seed stages them through CUDA tensors.
+struct Route {
+  GroupPtr group;
+  phi::Place place;
 
-DenseTensor Bytes(const std::string& blob, size_t padded) {
-  DenseTensor t(phi::CPUPlace(), phi::DataType::UINT8,
-                phi::DDim({static_cast<int64_t>(padded)}));
-  std::fill_n(t.data<uint8_t>(), padded, 0);
-  std::copy(blob.begin(), blob.end(), t.data<uint8_t>());
-  return t;
-}
+  DenseTensor Stage(DenseTensor host) const {
+    if (place.is_cpu()) return host;
+    DenseTensor dev;
+    phi::Copy(host, place, &dev);
+    return dev;
+  }
+  DenseTensor Host(const DenseTensor& t) const {
+    if (t.place().is_cpu()) return t;
+    DenseTensor host;
+    phi::Copy(t, phi::CPUPlace(), &host);
+    return host;
+  }
+  DenseTensor Int64s(std::vector<int64_t> v) const {
+    return Stage(DenseTensor::FromVector(v));
+  }
+  DenseTensor Bytes(const std::string& blob, size_t padded) const {
+    DenseTensor t(phi::CPUPlace(), phi::DataType::UINT8,
+                  phi::DDim({static_cast<int64_t>(padded)}));
+    std::fill_n(t.data<uint8_t>(), padded, 0);
+    std::copy(blob.begin(), blob.end(), t.data<uint8_t>());
+    return Stage(std::move(t));
+  }
+  std::vector<int64_t> ReadInt64s(const DenseTensor& t) const {
+    DenseTensor h = Host(t);
+    return std::vector<int64_t>(h.data<int64_t>(), h.data<int64_t>() + h.numel());
+  }
+  std::string Blob(const DenseTensor& t, int64_t offset, int64_t size) const {
+    DenseTensor h = Host(t);
+    const char* p = reinterpret_cast<const char*>(h.data<uint8_t>()) + offset;
+    return std::string(p, static_cast<size_t>(size));
+  }
+};
 
-std::string Blob(const DenseTensor& t, int64_t offset, int64_t size) {
-  const char* p = reinterpret_cast<const char*>(t.data<uint8_t>()) + offset;
-  return std::string(p, static_cast<size_t>(size));
-}
-
-GroupPtr Of(const GroupPtr& group) {
+Route RouteOf(const GroupPtr& group) {
   GroupPtr g = group ? group : world();
   PADDLE_ENFORCE(g->is_member(), phi::errors::PreconditionNotMet(
                                      "Object collectives need a group this rank is in; it is "
                                      "not in '%s'.",
                                      g->name().c_str()));
-  (void)g->backend_for("cpu");  // raises now when the group has no CPU backend
-  return g;
+  const auto& by_device = g->backend_by_device();
+  if (by_device.count("cpu") || !by_device.count("cuda")) {
+    (void)g->backend_for("cpu");  // raises now when the group has no usable backend
+    return {g, phi::CPUPlace()};
+  }
+  return {g, g->backend_for("cuda")->DefaultPlace()};
 }
 
-std::vector<int64_t> AllSizes(int64_t mine, const GroupPtr& g) {
+std::vector<int64_t> AllSizes(int64_t mine, const Route& r) {
   DenseTensor sizes;
-  all_gather_into_tensor(&sizes, Int64s({mine}), {g, false});
-  return std::vector<int64_t>(sizes.data<int64_t>(), sizes.data<int64_t>() + g->size());
+  all_gather_into_tensor(&sizes, r.Int64s({mine}), {r.group, false});
+  return r.ReadInt64s(sizes);
 }
 
 }  // namespace
 
-void BroadcastBytes(std::string* blob, int src, const GroupPtr& group) {
-  GroupPtr g = Of(group);
-  DenseTensor size = Int64s({static_cast<int64_t>(blob->size())});
-  broadcast(&size, src, {g, false});
-  const int64_t n = size.data<int64_t>()[0];
-  DenseTensor bytes = Bytes(get_rank() == src ? *blob : std::string(), static_cast<size_t>(n));
-  if (n > 0) broadcast(&bytes, src, {g, false});
-  *blob = Blob(bytes, 0, n);
+bool IsRoot(RankArg root, const GroupPtr& group, const char* what) {
+  GroupPtr g = group ? group : world();
+  return g->is_member() && GroupRankOf(g, root, what) == g->rank();
+}
+
+void BroadcastBytes(std::string* blob, RankArg src, const GroupPtr& group) {
+  Route r = RouteOf(group);
+  const int root = GroupRankOf(r.group, src, "broadcast_object_list src");
+  DenseTensor size = r.Int64s({static_cast<int64_t>(blob->size())});
+  broadcast(&size, GroupRank{root}, {r.group, false});
+  const int64_t n = r.ReadInt64s(size)[0];
+  DenseTensor bytes =
+      r.Bytes(r.group->rank() == root ? *blob : std::string(), static_cast<size_t>(n));
+  if (n > 0) broadcast(&bytes, GroupRank{root}, {r.group, false});
+  *blob = r.Blob(bytes, 0, n);
 }
 
 std::vector<std::string> AllGatherBytes(const std::string& mine, const GroupPtr& group) {
-  GroupPtr g = Of(group);
-  auto sizes = AllSizes(static_cast<int64_t>(mine.size()), g);
+  Route r = RouteOf(group);
+  auto sizes = AllSizes(static_cast<int64_t>(mine.size()), r);
   const int64_t most = *std::max_element(sizes.begin(), sizes.end());
   std::vector<std::string> out;
   if (most == 0) return std::vector<std::string>(sizes.size());
   DenseTensor all;
-  all_gather_into_tensor(&all, Bytes(mine, static_cast<size_t>(most)), {g, false});
-  for (size_t r = 0; r < sizes.size(); ++r) out.push_back(Blob(all, r * most, sizes[r]));
+  all_gather_into_tensor(&all, r.Bytes(mine, static_cast<size_t>(most)), {r.group, false});
+  DenseTensor host = r.Host(all);
+  for (size_t i = 0; i < sizes.size(); ++i) out.push_back(r.Blob(host, i * most, sizes[i]));
   return out;
 }
 
-std::vector<std::string> GatherBytes(const std::string& mine, int dst, const GroupPtr& group) {
+std::vector<std::string> GatherBytes(const std::string& mine, RankArg dst,
+                                     const GroupPtr& group) {
+  const bool root = IsRoot(dst, group, "gather_object dst");
   // Sizes are all-gathered (small), so the padded gather needs no second size round.
   auto blobs = AllGatherBytes(mine, group);
-  if (get_rank() != dst) return {};
+  if (!root) return {};
   return blobs;
 }
 
-std::string ScatterBytes(const std::vector<std::string>& blobs, int src, const GroupPtr& group) {
-  GroupPtr g = Of(group);
-  const bool root = get_rank() == src;
-  PADDLE_ENFORCE(!root || static_cast<int>(blobs.size()) == g->size(),
+std::string ScatterBytes(const std::vector<std::string>& blobs, RankArg src,
+                         const GroupPtr& group) {
+  Route r = RouteOf(group);
+  const int root_rank = GroupRankOf(r.group, src, "scatter_object_list src");
+  const bool root = r.group->rank() == root_rank;
+  PADDLE_ENFORCE(!root || static_cast<int>(blobs.size()) == r.group->size(),
                  phi::errors::InvalidArgument(
                      "scatter_object_list: the list needs one object per rank of the group "
                      "(%d), but has %zu.",
-                     g->size(), blobs.size()));
-  std::vector<int64_t> sizes(static_cast<size_t>(g->size()), 0);
+                     r.group->size(), blobs.size()));
+  std::vector<int64_t> sizes(static_cast<size_t>(r.group->size()), 0);
   if (root) {
-    for (size_t r = 0; r < blobs.size(); ++r) sizes[r] = static_cast<int64_t>(blobs[r].size());
+    for (size_t i = 0; i < blobs.size(); ++i) sizes[i] = static_cast<int64_t>(blobs[i].size());
   }
-  DenseTensor size_tensor = Int64s(sizes);
-  broadcast(&size_tensor, src, {g, false});
-  std::copy(size_tensor.data<int64_t>(), size_tensor.data<int64_t>() + g->size(), sizes.begin());
+  DenseTensor size_tensor = r.Int64s(sizes);
+  broadcast(&size_tensor, GroupRank{root_rank}, {r.group, false});
+  sizes = r.ReadInt64s(size_tensor);
   const int64_t most = *std::max_element(sizes.begin(), sizes.end());
   if (most == 0) return std::string();
   std::vector<DenseTensor> parts;
   if (root) {
-    for (const auto& b : blobs) parts.push_back(Bytes(b, static_cast<size_t>(most)));
+    for (const auto& b : blobs) parts.push_back(r.Bytes(b, static_cast<size_t>(most)));
   }
-  DenseTensor mine = Bytes(std::string(), static_cast<size_t>(most));
-  scatter(&mine, parts, src, {g, false});
-  return Blob(mine, 0, sizes[static_cast<size_t>(g->rank())]);
+  DenseTensor mine = r.Bytes(std::string(), static_cast<size_t>(most));
+  scatter(&mine, parts, GroupRank{root_rank}, {r.group, false});
+  return r.Blob(mine, 0, sizes[static_cast<size_t>(r.group->rank())]);
 }
 
-void SendBytes(const std::string& blob, int dst, const GroupPtr& group) {
-  GroupPtr g = Of(group);
-  send(Int64s({static_cast<int64_t>(blob.size())}), dst, {g, kObjectTag});
-  if (!blob.empty()) send(Bytes(blob, blob.size()), dst, {g, kObjectTag});
+void SendBytes(const std::string& blob, RankArg dst, const GroupPtr& group) {
+  Route r = RouteOf(group);
+  send(r.Int64s({static_cast<int64_t>(blob.size())}), dst, {r.group, kObjectTag});
+  if (!blob.empty()) send(r.Bytes(blob, blob.size()), dst, {r.group, kObjectTag});
 }
 
-std::string RecvBytes(int src, const GroupPtr& group) {
-  GroupPtr g = Of(group);
-  DenseTensor size = Int64s({-1});
-  recv(&size, src, {g, kObjectTag});
-  const int64_t n = size.data<int64_t>()[0];
+std::string RecvBytes(RankArg src, const GroupPtr& group) {
+  Route r = RouteOf(group);
+  DenseTensor size = r.Int64s({-1});
+  const int sender = recv(&size, src, {r.group, kObjectTag});
+  const int64_t n = r.ReadInt64s(size)[0];
   PADDLE_ENFORCE(n >= 0, phi::errors::InvalidArgument(
-                             "recv_object_list: rank %d sent a negative size %lld.", src,
+                             "recv_object_list: rank %d sent a negative size %lld.", sender,
                              static_cast<long long>(n)));
   if (n == 0) return std::string();
-  DenseTensor bytes = Bytes(std::string(), static_cast<size_t>(n));
-  recv(&bytes, src, {g, kObjectTag});
-  return Blob(bytes, 0, n);
+  DenseTensor bytes = r.Bytes(std::string(), static_cast<size_t>(n));
+  recv(&bytes, sender, {r.group, kObjectTag});
+  return r.Blob(bytes, 0, n);
 }
 
 }  // namespace detail

@@ -7,8 +7,8 @@
 //     static MyType Read(ByteReader* in);
 //   };
 //
-// Sizes travel first, then the bytes, on the group's CPU backend (on a group whose config has
-// no CPU backend, e.g. plain "nccl", they raise InvalidArgument: give it "cpu:gloo,cuda:nccl").
+// Sizes travel first, then the bytes, on the group's CPU backend; a group with only a device
+// backend (plain "nccl") stages them through its device's memory, as the seed does.
 // Malformed bytes raise InvalidArgument naming what was short.
 #pragma once
 
@@ -92,21 +92,28 @@ T FromBytes(const std::string& bytes) {
   return v;
 }
 
-// Byte-level collectives the templates use (object_collectives.cc).
+// Byte-level collectives the templates use (object_collectives.cc). `src`/`dst`: a global
+// rank or a GroupRank (distributed.h).
 namespace detail {
-void BroadcastBytes(std::string* blob, int src, const GroupPtr& group);
+// Whether this rank is `root` of `group` (null: the world).
+bool IsRoot(RankArg root, const GroupPtr& group, const char* what);
+void BroadcastBytes(std::string* blob, RankArg src, const GroupPtr& group);
 std::vector<std::string> AllGatherBytes(const std::string& mine, const GroupPtr& group);
-// Every rank's blob on dst (global rank); empty elsewhere.
-std::vector<std::string> GatherBytes(const std::string& mine, int dst, const GroupPtr& group);
-std::string ScatterBytes(const std::vector<std::string>& blobs, int src, const GroupPtr& group);
-void SendBytes(const std::string& blob, int dst, const GroupPtr& group);
-std::string RecvBytes(int src, const GroupPtr& group);
+// Every rank's blob on dst; empty elsewhere.
+std::vector<std::string> GatherBytes(const std::string& mine, RankArg dst,
+                                     const GroupPtr& group);
+std::string ScatterBytes(const std::vector<std::string>& blobs, RankArg src,
+                         const GroupPtr& group);
+void SendBytes(const std::string& blob, RankArg dst, const GroupPtr& group);
+std::string RecvBytes(RankArg src, const GroupPtr& group);
 }  // namespace detail
 
 // src's objects replace every other rank's (the list is resized).
 template <typename T>
-void broadcast_object_list(std::vector<T>* objects, int src, const GroupPtr& group = nullptr) {
-  std::string blob = get_rank() == src ? ToBytes(*objects) : std::string();
+void broadcast_object_list(std::vector<T>* objects, RankArg src,
+                           const GroupPtr& group = nullptr) {
+  std::string blob =
+      detail::IsRoot(src, group, "broadcast_object_list src") ? ToBytes(*objects) : std::string();
   detail::BroadcastBytes(&blob, src, group);
   *objects = FromBytes<std::vector<T>>(blob);
 }
@@ -119,28 +126,30 @@ void all_gather_object(std::vector<T>* out, const T& obj, const GroupPtr& group 
   }
 }
 template <typename T>
-void gather_object(const T& obj, std::vector<T>* out, int dst, const GroupPtr& group = nullptr) {
+void gather_object(const T& obj, std::vector<T>* out, RankArg dst,
+                   const GroupPtr& group = nullptr) {
   auto blobs = detail::GatherBytes(ToBytes(obj), dst, group);
-  if (get_rank() != dst) return;
+  if (!detail::IsRoot(dst, group, "gather_object dst")) return;
   out->clear();
   for (const auto& blob : blobs) out->push_back(FromBytes<T>(blob));
 }
 // out gets in[group rank] from src; `in` is used on src only.
 template <typename T>
-void scatter_object_list(T* out, const std::vector<T>& in, int src,
+void scatter_object_list(T* out, const std::vector<T>& in, RankArg src,
                          const GroupPtr& group = nullptr) {
   std::vector<std::string> blobs;
-  if (get_rank() == src) {
+  if (detail::IsRoot(src, group, "scatter_object_list src")) {
     for (const T& x : in) blobs.push_back(ToBytes(x));
   }
   *out = FromBytes<T>(detail::ScatterBytes(blobs, src, group));
 }
 template <typename T>
-void send_object_list(const std::vector<T>& objects, int dst, const GroupPtr& group = nullptr) {
+void send_object_list(const std::vector<T>& objects, RankArg dst,
+                      const GroupPtr& group = nullptr) {
   detail::SendBytes(ToBytes(objects), dst, group);
 }
 template <typename T>
-void recv_object_list(std::vector<T>* objects, int src, const GroupPtr& group = nullptr) {
+void recv_object_list(std::vector<T>* objects, RankArg src, const GroupPtr& group = nullptr) {
   *objects = FromBytes<std::vector<T>>(detail::RecvBytes(src, group));
 }
 

@@ -206,9 +206,17 @@ distributed::ProcessGroup* Group::backend_for(const std::string& device) {
     o.gid = gid_;
     o.timeout = timeout();
     o.device_id = device_id_;
+    o.pg_options = pg_options_;
+    o.group_desc = group_desc_;
     pg = BackendRegistry::Instance().Create(it->second, o);
   }
   return pg.get();
+}
+
+void Group::set_timeout(std::chrono::milliseconds t) {
+  timeout_.store(t);
+  std::lock_guard<std::mutex> lk(mu_);
+  for (auto& kv : backends_) kv.second->SetTimeout(t);
 }
 
 void Group::drop_backends() {
@@ -336,11 +344,31 @@ class World {
     auto by_device = ParseBackendConfig(config);
     // Every rank advances the counter, members or not: the ids stay agreed. With local
     // synchronization only the members call it, and they agree through the store instead.
+    CheckPgOptions(o.pg_options, by_device, "new_group");
     const int gid = o.use_local_synchronization ? LocalGidLocked(ranks) : next_gid_++;
-    return MakeGroupLocked("group_" + std::to_string(gid), gid, std::move(ranks), config,
-                           std::move(by_device),
-                           o.timeout > std::chrono::milliseconds::zero() ? o.timeout
-                                                                          : timeout_);
+    GroupPtr g = MakeGroupLocked("group_" + std::to_string(gid), gid, std::move(ranks), config,
+                                 std::move(by_device),
+                                 o.timeout > std::chrono::milliseconds::zero() ? o.timeout
+                                                                                : timeout_);
+    g->pg_options_ = o.pg_options;
+    g->group_desc_ = o.group_desc;
+    return g;
+  }
+
+  // pg_options must be for one of the group's backends: options that no backend of the
+  // group reads would be ignored silently.
+  static void CheckPgOptions(const std::shared_ptr<const distributed::ProcessGroupOptions>& p,
+                             const std::map<std::string, std::string>& by_device,
+                             const char* call) {
+    if (!p) return;
+    std::string names;
+    for (const auto& kv : by_device) {
+      if (kv.second == p->backend()) return;
+      names += (names.empty() ? "" : ", ") + kv.second;
+    }
+    PADDLE_THROW(phi::errors::InvalidArgument(
+        "%s: pg_options are for backend '%s', but the group's backends are %s.", call,
+        p->backend().c_str(), names.c_str()));
   }
 
   // The members of `ranks` agree on a group id without the other ranks: the lowest member
@@ -395,6 +423,7 @@ class World {
     PADDLE_ENFORCE(parent->is_member(), phi::errors::InvalidArgument(
                                             "shrink_group: this rank is not in group '%s'.",
                                             parent->name().c_str()));
+    CheckPgOptions(o.pg_options, parent->backend_by_device(), "shrink_group");
     if (o.abort) {
       // Abort first: an op blocked on the dead rank ends now, not at its timeout, and the
       // backends' destruction does not wait for it.
@@ -411,8 +440,10 @@ class World {
     const int gid = next_gid_++;
     const std::string name = parent->name() + "_shrunk_" + std::to_string(gid);
     if (parent != world_) {
-      return MakeGroupLocked(name, gid, std::move(stay), parent->backend_config(),
-                             parent->backend_by_device(), timeout);
+      GroupPtr g = MakeGroupLocked(name, gid, std::move(stay), parent->backend_config(),
+                                   parent->backend_by_device(), timeout);
+      g->pg_options_ = o.pg_options;
+      return g;
     }
     // The world: renumbered 0..n-1 in the old order.
     const int me = static_cast<int>(std::find(stay.begin(), stay.end(), global_rank_) -
@@ -423,6 +454,7 @@ class World {
     groups_.erase(world_->gid());
     world_ = MakeGroupLocked(name, gid, std::move(renumbered), world_->backend_config(),
                              world_->backend_by_device(), timeout);
+    world_->pg_options_ = o.pg_options;
     return world_;
   }
 

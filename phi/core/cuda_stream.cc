@@ -119,9 +119,10 @@ void CudaEvent::Synchronize(std::chrono::milliseconds timeout) const {
 }
 
 // ------------------------------------------------------------------ CudaStream
-CudaStream::CudaStream(int device, std::string name) : device_(device), name_(std::move(name)) {
+CudaStream::CudaStream(int device, std::string name, int priority)
+    : device_(device), name_(std::move(name)) {
   CudaDeviceGuard guard(device_);
-  PHI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  PHI_CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority));
 }
 
 CudaStream::~CudaStream() {

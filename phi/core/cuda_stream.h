@@ -68,7 +68,8 @@ class CudaStream : public Stream {
  public:
   // A new non-blocking stream on `device` (cudaStreamNonBlocking: it does not
   // synchronize with the legacy default stream).
-  explicit CudaStream(int device, std::string name = "cuda");
+  // `priority`: cudaStreamCreateWithPriority's (0: the default; smaller is higher).
+  explicit CudaStream(int device, std::string name = "cuda", int priority = 0);
   ~CudaStream() override;  // waits for submitted work, then destroys the stream
 
   Place place() const override { return GPUPlace(device_); }

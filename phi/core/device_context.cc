@@ -10,11 +10,13 @@ CPUContext::CPUContext(const std::string& worker_name)
     : DeviceContext(std::make_unique<CpuWorkerStream>(worker_name)) {}
 
 std::unique_ptr<DeviceContext> CreateCommStreamContext(const Place& place,
-                                                       const std::string& name) {
+                                                       const std::string& name,
+                                                       bool high_priority) {
   if (place.is_cpu()) return std::make_unique<CPUContext>(name);
 #ifdef PADDLE_WITH_CUDA
-  return CreateGPUContext(place.GetDeviceId());
+  return CreateGPUContext(place.GetDeviceId(), high_priority);
 #else
+  (void)high_priority;
   PADDLE_THROW(errors::Unavailable("No comm context for %s: this build has no CUDA support.",
                                    place.DebugString().c_str()));
 #endif

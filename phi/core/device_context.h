@@ -36,8 +36,10 @@ class CPUContext : public DeviceContext {
 // Creates a device context (not a communicator: that is a phi::distributed::CommContext)
 // with a stream of its own for `place`: a worker thread on CPU, a new non-blocking
 // cudaStream on GPU. Process groups use it for their comm streams.
+// `high_priority`: a GPU stream of the device's greatest priority (ignored on CPU).
 std::unique_ptr<DeviceContext> CreateCommStreamContext(const Place& place,
-                                                       const std::string& name);
+                                                       const std::string& name,
+                                                       bool high_priority = false);
 
 class DeviceContextPool {
  public:
@@ -52,7 +54,9 @@ class DeviceContextPool {
 
 #ifdef PADDLE_WITH_CUDA
 // gpu_context.cc: a context owning a new cudaStream on `device` (calc or comm).
-std::unique_ptr<DeviceContext> CreateGPUContext(int device);
+// `high_priority`: the device's greatest stream priority (an NCCL group's comm stream with
+// ProcessGroupNCCLOptions::is_high_priority_stream).
+std::unique_ptr<DeviceContext> CreateGPUContext(int device, bool high_priority = false);
 #endif
 
 }  // namespace phi

@@ -8,7 +8,7 @@
 
 namespace phi {
 
-std::unique_ptr<DeviceContext> CreateGPUContext(int device) {
+std::unique_ptr<DeviceContext> CreateGPUContext(int device, bool high_priority) {
   const int count = GetGPUDeviceCount();
   if (device < 0 || device >= count) {
     PADDLE_THROW(errors::Unavailable(
@@ -16,7 +16,14 @@ std::unique_ptr<DeviceContext> CreateGPUContext(int device) {
         count == 0 ? ": " : "", count == 0 ? GPUUnavailableReason().c_str() : ""));
   }
   PHI_CUDA_CHECK(cudaSetDevice(device));
-  return std::make_unique<DeviceContext>(std::make_unique<CudaStream>(device));
+  int priority = 0;
+  if (high_priority) {
+    // The greatest priority is the smallest number (cudaDeviceGetStreamPriorityRange).
+    int least = 0;
+    PHI_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &priority));
+  }
+  return std::make_unique<DeviceContext>(
+      std::make_unique<CudaStream>(device, "cuda", priority));
 }
 
 }  // namespace phi

@@ -1,7 +1,8 @@
 // A program ported from the seed (tensorplay.distributed) gets the seed's meaning from
 // paddle_like::dist: parent-group ranks for split/shrink, the non-member rule, async_op on
 // the staged list forms, Work::result() for every op, wait(timeout), destroy, the
-// rendezvous timeout and the backend-name rules. Real ranks (fork harness, real TCPStore,
+// rendezvous timeout, the backend-name rules, group-relative rank arguments, set_timeout on
+// backends that exist, pg_options and group_desc. Real ranks (fork harness, real TCPStore,
 // real Gloo). docs/api.md has the row of each.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -13,7 +14,9 @@
 #include <thread>
 
 #include "paddle_like/dist/distributed.h"
+#include "paddle_like/dist/object_collectives.h"
 #include "phi/core/errors.h"
+#include "phi/core/flags.h"
 #include "tests/harness/multiprocess.h"
 #include "tests/paddle_like/dist_test_util.h"
 
@@ -217,6 +220,178 @@ TEST(SeedConformance, InitTimeoutBoundsTheRendezvous) {
     const auto t0 = Clock::now();
     EXPECT_THROW(dist::init_process_group(o), phi::TimeoutError);
     EXPECT_LT(Clock::now() - t0, std::chrono::seconds(15));
+  });
+}
+
+// The seed's group_src / group_dst / group_peer: GroupRank{r} names rank r of the call's
+// group wherever a global rank is accepted.
+TEST(SeedConformance, GroupRanksAreAcceptedWhereverARankIs) {
+  RunRanks(3, [](const RankContext& ctx) {
+    InitGloo();
+    const int r = ctx.rank;
+    dist::NewGroupOptions unsorted;
+    unsorted.sort_ranks = false;
+    auto g = dist::new_group({2, 0}, unsorted);  // group rank 0 is global rank 2
+    if (r != 1) {
+      const int me = dist::get_rank(g);
+      DenseTensor t = Ints({r});
+      dist::broadcast(&t, dist::GroupRank{0}, {g, false});
+      EXPECT_EQ(At(t, 0), 2);
+      DenseTensor red = Ints({r + 1});
+      dist::reduce(&red, dist::GroupRank{1}, dist::ReduceOp::SUM, {g, false});
+      if (r == 0) {
+        EXPECT_EQ(At(red, 0), 4);  // 1 + 3, on global rank 0
+      }
+      std::vector<DenseTensor> gl;
+      dist::gather(Ints({r}), &gl, dist::GroupRank{1}, {g, false});
+      if (r == 0) {
+        ASSERT_EQ(gl.size(), 2u);
+        EXPECT_EQ(At(gl[0], 0), 2);
+        EXPECT_EQ(At(gl[1], 0), 0);
+      }
+      DenseTensor s = Ints({-1});
+      std::vector<DenseTensor> parts;
+      if (me == 0) parts = {Ints({10}), Ints({11})};
+      dist::scatter(&s, parts, dist::GroupRank{0}, {g, false});
+      EXPECT_EQ(At(s, 0), 10 + me);
+      // Point to point: group peer 1 - me, with a plain send and in a batch.
+      DenseTensor in = Ints({-1});
+      if (me == 0) {
+        dist::send(Ints({42}), dist::GroupRank{1}, {g});
+      } else {
+        EXPECT_EQ(dist::recv(&in, dist::GroupRank{0}, {g}), 2) << "recv returns a global rank";
+        EXPECT_EQ(At(in, 0), 42);
+      }
+      DenseTensor out = Ints({100 + me}), back = Ints({-1});
+      auto works = dist::batch_isend_irecv({dist::P2POp::isend(&out, dist::GroupRank{1 - me}, g),
+                                            dist::P2POp::irecv(&back, dist::GroupRank{1 - me}, g)});
+      for (auto& w : works) w->wait();
+      EXPECT_EQ(At(back, 0), 100 + (1 - me));
+      std::vector<std::string> objs;
+      if (me == 0) objs = {"from group rank 0"};
+      dist::broadcast_object_list(&objs, dist::GroupRank{0}, g);
+      ASSERT_EQ(objs.size(), 1u);
+      EXPECT_EQ(objs[0], "from group rank 0");
+      // A group rank outside [0, 2), and a global rank outside the group, name themselves.
+      try {
+        dist::broadcast(&t, dist::GroupRank{2}, {g, false});
+        ADD_FAILURE() << "group rank 2 of a 2-rank group was accepted";
+      } catch (const phi::InvalidArgumentError& e) {
+        EXPECT_NE(std::string(e.what()).find("group rank 2"), std::string::npos) << e.what();
+      }
+      EXPECT_THROW(dist::broadcast(&t, 1, {g, false}), phi::InvalidArgumentError);
+    }
+    dist::barrier();
+    dist::destroy_process_group();
+  });
+}
+
+// set_timeout reaches the communicator that already exists: the call stuck on a missing
+// rank ends at the new timeout, not at the one the backend was created with.
+void SetTimeoutReachesTheCommunicator(bool shm) {
+  RunRanks(2, [shm](const RankContext& ctx) {
+    FLAGS_cpu_shm_transport = shm;
+    InitGloo(std::chrono::seconds(30));
+    DenseTensor t = Ints({1});
+    dist::all_reduce(&t);  // the world's backend and communicator exist now
+    dist::set_timeout(std::chrono::milliseconds(700));
+    if (ctx.rank == 1) {
+      std::this_thread::sleep_for(std::chrono::seconds(4));  // misses the next all-reduce
+      return;
+    }
+    const auto t0 = Clock::now();
+    auto w = dist::all_reduce(&t, dist::ReduceOp::SUM, {nullptr, /*async_op=*/true});
+    EXPECT_THROW(w->wait(), phi::EnforceNotMet);
+    // The communicator's own call has ended too (the comm stream is free), long before the
+    // 30 s it was created with.
+    while (!w->is_completed() && Clock::now() - t0 < std::chrono::seconds(10)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_TRUE(w->is_completed());
+    EXPECT_LT(Clock::now() - t0, std::chrono::seconds(3));
+    // The world is broken (rank 1 never joins again): the harness exits without tearing down.
+  });
+}
+TEST(SeedConformance, SetTimeoutReachesExistingBackendsOverSharedMemory) {
+  SetTimeoutReachesTheCommunicator(true);
+}
+TEST(SeedConformance, SetTimeoutReachesExistingBackendsOverTcp) {
+  SetTimeoutReachesTheCommunicator(false);
+}
+
+// pg_options reach the backend (Gloo's interface and timeout); options no backend of the
+// group reads are refused; group_desc is in every message about the group.
+TEST(SeedConformance, PgOptionsAndGroupDescReachTheBackend) {
+  RunRanks(2, [](const RankContext& ctx) {
+    InitGloo();
+    auto lo = std::make_shared<distributed::ProcessGroupGlooOptions>();
+    lo->interface = "lo";
+    dist::NewGroupOptions o;
+    o.pg_options = lo;
+    o.group_desc = "attention tp";
+    auto g = dist::new_group({0, 1}, o);
+    EXPECT_EQ(g->group_desc(), "attention tp");
+    DenseTensor t = Ints({1});
+    dist::all_reduce(&t, dist::ReduceOp::SUM, {g, false});
+    EXPECT_EQ(At(t, 0), 2);
+
+    // An interface that does not exist reaches Gloo's device creation.
+    auto bad = std::make_shared<distributed::ProcessGroupGlooOptions>();
+    bad->interface = "no_such_if0";
+    dist::NewGroupOptions ob;
+    ob.pg_options = bad;
+    auto gb = dist::new_group({0, 1}, ob);
+    try {
+      dist::all_reduce(&t, dist::ReduceOp::SUM, {gb, false});
+      ADD_FAILURE() << "a Gloo group on interface no_such_if0 ran";
+    } catch (const phi::EnforceNotMet& e) {
+      EXPECT_NE(std::string(e.what()).find("no_such_if0"), std::string::npos) << e.what();
+    }
+
+    // Options for a backend the group does not have, and contradictory ones.
+    dist::NewGroupOptions on;
+    on.pg_options = std::make_shared<distributed::ProcessGroupNCCLOptions>();
+    try {
+      dist::new_group({0, 1}, on);
+      ADD_FAILURE() << "NCCL options were accepted by a gloo group";
+    } catch (const phi::InvalidArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find("'nccl'"), std::string::npos) << e.what();
+    }
+    auto both = std::make_shared<distributed::ProcessGroupGlooOptions>();
+    both->interface = "lo";
+    both->hostname = "127.0.0.1";
+    dist::NewGroupOptions o2;
+    o2.pg_options = both;
+    auto g2 = dist::new_group({0, 1}, o2);
+    EXPECT_THROW(dist::all_reduce(&t, dist::ReduceOp::SUM, {g2, false}),
+                 phi::InvalidArgumentError);
+
+    // The options' timeout and the group's description: rank 1 misses an all-reduce.
+    auto quick = std::make_shared<distributed::ProcessGroupGlooOptions>();
+    quick->timeout = std::chrono::milliseconds(600);
+    dist::NewGroupOptions oq;
+    oq.pg_options = quick;
+    oq.group_desc = "quick pair";
+    auto gq = dist::new_group({0, 1}, oq);
+    dist::all_reduce(&t, dist::ReduceOp::SUM, {gq, false});
+    if (ctx.rank == 1) {
+      std::this_thread::sleep_for(std::chrono::seconds(4));
+      return;
+    }
+    const auto t0 = Clock::now();
+    auto w = dist::all_reduce(&t, dist::ReduceOp::SUM, {gq, /*async_op=*/true});
+    while (!w->is_completed() && Clock::now() - t0 < std::chrono::seconds(10)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_LT(Clock::now() - t0, std::chrono::seconds(3)) << "the options' timeout was not used";
+    try {
+      std::rethrow_exception(w->exception());
+    } catch (const phi::EnforceNotMet& e) {
+      EXPECT_NE(std::string(e.what()).find("'quick pair'"), std::string::npos) << e.what();
+    } catch (...) {
+      ADD_FAILURE() << "no error";
+    }
+
   });
 }
 

@@ -15,6 +15,7 @@
 //    fuse all-reduces). Groups nest; only the outermost GroupEnd issues.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -106,6 +107,10 @@ class CommContext {
   // which ends the peers' calls at once, while its own stuck call ends at its timeout on its
   // own thread). Idempotent.
   virtual void Abort(const std::string& why) {}
+  // The timeout of the calls that start from now on (set_timeout on a group whose
+  // communicator exists); a call already waiting keeps its deadline. Engines whose calls
+  // have no timeout of their own (NCCL: the engine's tasks and watchdog time them) ignore it.
+  virtual void SetTimeout(std::chrono::milliseconds timeout) {}
 
   virtual void GroupStart() = 0;
   virtual void GroupEnd() = 0;

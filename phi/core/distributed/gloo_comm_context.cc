@@ -140,7 +140,7 @@ ShmGroup* GlooCommContext::Shm() {
       // Over a store connection of its own: the program may block on the shared one.
       std::shared_ptr<Store> own = store_->Clone();
       shm_ = ShmGroup::Create(own ? own : store_, GetRank(), GetSize(), exchange_.Capacity(),
-                              timeout_, describe_);
+                              timeout_.load(), describe_);
     });
     shm_state_ = shm_ ? ShmState::kOn : ShmState::kOff;
     shm_live_.store(shm_.get(), std::memory_order_release);
@@ -248,7 +248,7 @@ void GlooCommContext::Broadcast(const void* send, void* recv, int64_t count, Dat
         opts.setInput(const_cast<T*>(static_cast<const T*>(send)), count);
       }
       opts.setOutput(static_cast<T*>(recv), count);
-      opts.setTimeout(timeout_);
+      opts.setTimeout(timeout_.load());
       ::gloo::broadcast(opts);
     });
   });
@@ -280,7 +280,7 @@ void GlooCommContext::Reduce(const void* send, void* recv, int64_t count, DataTy
       if (p.data != out) opts.setInput(const_cast<T*>(static_cast<const T*>(p.data)), p.count);
       opts.setOutput(static_cast<T*>(out), p.count);
       opts.setReduceFunction(GetCpuReduceFn(p.dtype, red.op));
-      opts.setTimeout(timeout_);
+      opts.setTimeout(timeout_.load());
       ::gloo::reduce(opts);
     });
   });
@@ -311,7 +311,7 @@ void GlooCommContext::AllGather(const void* send, void* recv, int64_t send_count
       ::gloo::AllgatherOptions opts(ctx_);
       opts.setInput(const_cast<T*>(static_cast<const T*>(send)), send_count);
       opts.setOutput(static_cast<T*>(recv), send_count * GetSize());
-      opts.setTimeout(timeout_);
+      opts.setTimeout(timeout_.load());
       ::gloo::allgather(opts);
     });
   });
@@ -393,7 +393,7 @@ void GlooCommContext::RunAllReduce(const void* send, void* recv, int64_t count, 
           exchange_mesh_->EnsureAll();
           exchange_.SocketAllReduce(p.data, recv, p.count, p.dtype,
                                     GetCpuReduceFn(p.dtype, red.op),
-                                    red.op == ReduceOp::AVG, timeout_);
+                                    red.op == ReduceOp::AVG, timeout_.load());
         },
         /*on_exchange=*/true);
     return;
@@ -406,7 +406,7 @@ void GlooCommContext::RunAllReduce(const void* send, void* recv, int64_t count, 
       if (p.data != recv) opts.setInput(const_cast<T*>(static_cast<const T*>(p.data)), p.count);
       opts.setOutput(static_cast<T*>(recv), p.count);
       opts.setReduceFunction(GetCpuReduceFn(p.dtype, red.op));
-      opts.setTimeout(timeout_);
+      opts.setTimeout(timeout_.load());
       opts.setAlgorithm(AllReduceAlgorithmFor(bytes));
       ::gloo::allreduce(opts);
     });
@@ -491,8 +491,10 @@ std::unique_ptr<CommContext> CreateGlooCommContext(const std::shared_ptr<Store>&
                                                    const GlooOptions& options) {
   IgnoreSigpipeOnce();
   auto attr = DeviceAttr(options);
-  std::string describe = "Gloo communicator of group " + std::to_string(gid) + " (rank " +
-                         std::to_string(rank) + "/" + std::to_string(size) + ")";
+  std::string describe =
+      "Gloo communicator of group " + std::to_string(gid) +
+      (options.group_desc.empty() ? std::string() : " '" + options.group_desc + "'") +
+      " (rank " + std::to_string(rank) + "/" + std::to_string(size) + ")";
   std::shared_ptr<::gloo::transport::Device> device;
   GlooCall("device creation", [&] { device = ::gloo::transport::tcp::CreateDevice(attr); });
   const std::string listening = device->str();  // before the mesh takes the device

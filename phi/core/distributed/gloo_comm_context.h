@@ -20,6 +20,7 @@ struct GlooOptions {
   std::string hostname;
   std::string iface;
   std::chrono::milliseconds timeout = std::chrono::minutes(30);
+  std::string group_desc;  // the user's description of the group, in every message
 };
 
 // Where Gloo listens for `options`: exactly one of hostname / iface is set (the rule

@@ -77,6 +77,10 @@ class GlooFusedExchange {
   // An op of Gloo's ran on the other connections: the next receive blocks at once (see
   // SpinUntilReadable). Any thread.
   void AfterGlooOp() { spin_.store(false, std::memory_order_relaxed); }
+  // set_timeout: the synchronous pair's socket takes `timeout` as its read and write
+  // deadline before the next call (Gloo sets the connection's at connect and keeps it).
+  // The asynchronous pairs of a ring keep the connection's. Any thread.
+  void SetTimeout(std::chrono::milliseconds timeout) { timeout_ms_.store(timeout.count()); }
   // Two ranks only: the all-reduce of `count` elements as a reduce-scatter and an all-gather
   // streamed both ways at once over the synchronous pair's socket (gloo_socket_allreduce.cc).
   // `reduce` combines rank 0's operand with rank 1's; `average` divides the result by 2.
@@ -87,6 +91,9 @@ class GlooFusedExchange {
 
  private:
   void Bind();
+  void ApplyTimeout();  // the pending SetTimeout, on the calling (comm stream's) thread
+  std::atomic<int64_t> timeout_ms_{-1};  // -1: the connection's
+  int64_t applied_timeout_ms_ = -1;
   const GlooMesh* mesh_;
   std::shared_ptr<::gloo::Context> ctx_;
   size_t capacity_, stride_;
@@ -164,6 +171,14 @@ class GlooCommContext : public CommContext {
     if (ShmGroup* shm = shm_live_.load(std::memory_order_acquire)) shm->Abort(why);
     mesh_->CloseConnected();
     exchange_mesh_->CloseConnected();
+  }
+  // Later calls, connections and the shared segment's waits use `timeout`.
+  void SetTimeout(std::chrono::milliseconds timeout) override {
+    timeout_.store(timeout);
+    mesh_->SetTimeout(timeout);
+    exchange_mesh_->SetTimeout(timeout);
+    exchange_.SetTimeout(timeout);
+    if (ShmGroup* shm = shm_live_.load(std::memory_order_acquire)) shm->SetTimeout(timeout);
   }
   void GroupStart() override { group_.Start(); }
   void GroupEnd() override;
@@ -243,7 +258,7 @@ class GlooCommContext : public CommContext {
   std::unique_ptr<GlooMesh> exchange_mesh_;
   std::shared_ptr<Store> store_;
   std::shared_ptr<::gloo::Context> ctx_;
-  std::chrono::milliseconds timeout_;
+  std::atomic<std::chrono::milliseconds> timeout_;
   std::string describe_;
   // PADDLE_GLOO_ALLREDUCE_ALGO, read at creation (see AllReduceAlgorithmFromEnv).
   int allreduce_algorithm_;  // PADDLE_GLOO_ALLREDUCE_ALGO, or -1: by size
@@ -289,7 +304,7 @@ void GlooCommContext::Call(const char* what, F&& f, bool on_exchange) {
   ThrowIfBroken();
   bool gloo_timed_out = false;
   try {
-    GlooCall(what, std::forward<F>(f), timeout_, &gloo_timed_out);
+    GlooCall(what, std::forward<F>(f), timeout_.load(), &gloo_timed_out);
     if (!on_exchange) exchange_.AfterGlooOp();
   } catch (const EnforceNotMet& e) {
     std::string msg = e.what();

@@ -106,6 +106,17 @@ void GlooFusedExchange::Bind() {
 // 230 us). A buffer of kSendBuffer never fills that way. Gloo only touches it again for a
 // message larger than any before, so it is restored after each of those (few) sends (Run),
 // and before the first. Best effort: it is speed only (the kernel caps it at wmem_max).
+void GlooFusedExchange::ApplyTimeout() {
+  const int64_t ms = timeout_ms_.load(std::memory_order_relaxed);
+  if (ms == applied_timeout_ms_ || SyncSocket() < 0) return;
+  applied_timeout_ms_ = ms;
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(ms / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((ms % 1000) * 1000);
+  setsockopt(SyncSocket(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  setsockopt(SyncSocket(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
 void GlooFusedExchange::RaiseSendBuffer() const {
   constexpr int kSendBuffer = 1 << 20;
   if (send_fd_ < 0) return;
@@ -156,6 +167,7 @@ const char* GlooFusedExchange::Run(const void* mine, size_t bytes,
                                    std::vector<size_t>* lengths) {
   const int n = ctx_->size, me = ctx_->rank;
   if (!send_) Bind();
+  ApplyTimeout();
   char* region = buffer_.data() + static_cast<size_t>(region_) * n * stride_;
   region_ = 1 - region_;
   const uint64_t call = ++calls_;

@@ -175,7 +175,7 @@ std::string GlooMesh::AddrKey(int rank) const { return "addr/" + std::to_string(
 void GlooMesh::WaitKeys(const std::vector<std::string>& keys) {
   // In short slices: lanes of this mesh share its connection, and one lane waiting for a
   // slow peer must not hold up another lane's lookup of a peer that is already there.
-  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  const auto deadline = std::chrono::steady_clock::now() + timeout_.load();
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
@@ -214,7 +214,7 @@ void GlooMesh::EnsureAll() {
       PADDLE_THROW(errors::Timeout(
           "%s: rank(s) %s did not create this group within the group's timeout of %lld ms "
           "(they died, hang, or never create it).",
-          describe_.c_str(), missing.c_str(), static_cast<long long>(timeout_.count())));
+          describe_.c_str(), missing.c_str(), static_cast<long long>(timeout_.load().count())));
     }
   }
   for (int r = 0; r < size_; ++r) {
@@ -230,7 +230,7 @@ void GlooMesh::ConnectLocked(int peer) {
     PADDLE_THROW(errors::Timeout(
         "%s: rank %d did not create this group within the group's timeout of %lld ms (it "
         "died, hangs, or never creates it).",
-        describe_.c_str(), peer, static_cast<long long>(timeout_.count())));
+        describe_.c_str(), peer, static_cast<long long>(timeout_.load().count())));
   }
   std::vector<char> bytes;
   PADDLE_ENFORCE(FindEntry(store_->get(AddrKey(peer)), rank_, &bytes),

@@ -77,6 +77,8 @@ class GlooMesh {
   // (the communicator is broken after it); later calls return the same text. Defined in
   // gloo_roll_call.cc.
   std::string RollCall(std::chrono::milliseconds budget);
+  // The budget of later connections (set_timeout). Any thread.
+  void SetTimeout(std::chrono::milliseconds timeout) { timeout_.store(timeout); }
 
  private:
   std::string AddrKey(int rank) const;
@@ -87,7 +89,7 @@ class GlooMesh {
   std::shared_ptr<Store> store_;
   bool own_store_;  // store_ is the mesh's own connection (the store can be cloned)
   int rank_, size_;
-  std::chrono::milliseconds timeout_;
+  std::atomic<std::chrono::milliseconds> timeout_;
   std::string describe_;
   std::shared_ptr<::gloo::transport::Device> device_;
   std::shared_ptr<::gloo::transport::Context> transport_;

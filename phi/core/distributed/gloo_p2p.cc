@@ -237,9 +237,9 @@ void GlooCommContext::GroupAbort() { group_.Abort(); }
 
 void GlooCommContext::WaitSend(::gloo::transport::UnboundBuffer* buf, int peer) {
   Call("send", [&] {
-    if (!buf->waitSend(timeout_)) {
+    if (!buf->waitSend(timeout_.load())) {
       PADDLE_THROW(errors::Timeout("Gloo send to rank %d did not complete within %lld ms.",
-                                   peer, static_cast<long long>(timeout_.count())));
+                                   peer, static_cast<long long>(timeout_.load().count())));
     }
   });
 }
@@ -247,9 +247,9 @@ void GlooCommContext::WaitSend(::gloo::transport::UnboundBuffer* buf, int peer) 
 int GlooCommContext::WaitRecv(::gloo::transport::UnboundBuffer* buf, int peer) {
   int src = -1;
   Call("recv", [&] {
-    if (!buf->waitRecv(&src, timeout_)) {
+    if (!buf->waitRecv(&src, timeout_.load())) {
       PADDLE_THROW(errors::Timeout("Gloo recv from rank %d did not complete within %lld ms.",
-                                   peer, static_cast<long long>(timeout_.count())));
+                                   peer, static_cast<long long>(timeout_.load().count())));
     }
   });
   return src;

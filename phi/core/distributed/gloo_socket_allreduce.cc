@@ -66,6 +66,7 @@ void GlooFusedExchange::SocketAllReduce(const void* in, void* out, int64_t count
                                         DataType dtype, CpuReduceFn reduce, bool average,
                                         std::chrono::milliseconds timeout) {
   if (!send_) Bind();
+  ApplyTimeout();
   // Both ranks must take this path: no quiet fallback when the socket is unknown.
   PADDLE_ENFORCE(SyncSocket() >= 0 && count > 0,
                  errors::External("the two-rank all-reduce: %s",

@@ -72,6 +72,7 @@ class MpiCommContext : public CommContext {
   void GroupEnd() override;
   void GroupAbort() override;
   void Abort(const std::string& why) override { MarkBroken("aborted: " + why); }
+  void SetTimeout(std::chrono::milliseconds timeout) override { timeout_.store(timeout); }
   // The agreement check's exchange: one MPI_Allgather of a fixed kExchangeSlot bytes per rank
   // ([u64 length][data]); small, because over shared memory the bytes cost more than the
   // message (a 4 KiB slot added ~4 us to an 8 B all-reduce).
@@ -118,7 +119,7 @@ class MpiCommContext : public CommContext {
   MPI_Comm comm_;
   static constexpr size_t kExchangeSlot = 256;
   std::vector<char> exchange_send_, exchange_all_;  // VariableAllGather's buffers
-  std::chrono::milliseconds timeout_;
+  std::atomic<std::chrono::milliseconds> timeout_;
   std::string describe_;
   int tag_ub_ = 32767;  // MPI_TAG_UB of the communicator (the standard's minimum until read)
   // All-reduces of more than segment_above_bytes_ run as MPI_Allreduce calls of

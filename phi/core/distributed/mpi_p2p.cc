@@ -41,7 +41,7 @@ void MpiCommContext::WaitAll(std::vector<MPI_Request>* reqs, std::vector<MPI_Sta
                              const char* what) {
   statuses->resize(reqs->size());
   const int n = static_cast<int>(reqs->size());
-  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  const auto deadline = std::chrono::steady_clock::now() + timeout_.load();
   for (unsigned spins = 0;; ++spins) {
     int done = 0;
     const int rc = MPI_Testall(n, reqs->data(), &done, statuses->data());
@@ -67,7 +67,7 @@ void MpiCommContext::WaitAll(std::vector<MPI_Request>* reqs, std::vector<MPI_Sta
         why = broken_;
       } else if (std::chrono::steady_clock::now() >= deadline) {
         why = std::string(what) + " did not complete within " +
-              std::to_string(timeout_.count()) + " ms";
+              std::to_string(timeout_.load().count()) + " ms";
         MarkBroken(describe_ + ": " + why);
       }
       if (!why.empty()) {

@@ -347,7 +347,7 @@ void ShmGroup::BeginOp(const char* what, uint64_t bytes, int root) {
   what_ = what;
   signature_ = Signature(what, bytes, root);
   signature_pending_ = true;
-  deadline_ = std::chrono::steady_clock::now() + timeout_;
+  deadline_ = std::chrono::steady_clock::now() + timeout_.load();
   if (header_->failed.load(std::memory_order_acquire) != 0) RaisePosted();
 }
 
@@ -440,7 +440,7 @@ void ShmGroup::WaitFor(int peer, uint32_t step) {
     if (after >= deadline_) {
       FailStep(kTimedOut,
                "the shared-memory " + std::string(what_) + " did not complete within the "
-               "group's timeout of " + std::to_string(timeout_.count()) + " ms: " +
+               "group's timeout of " + std::to_string(timeout_.load().count()) + " ms: " +
                    MissingRanks(step));
     }
   }

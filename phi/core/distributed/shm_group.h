@@ -93,6 +93,8 @@ class ShmGroup {
   // Ends every rank's op in flight now, and every later one, with `why` (Unavailable). Any
   // thread; idempotent (the first cause wins).
   void Abort(const std::string& why);
+  // The deadline of the ops that begin from now on (set_timeout). Any thread.
+  void SetTimeout(std::chrono::milliseconds timeout) { timeout_.store(timeout); }
 
   // The op the following steps belong to, and its deadline (the group's timeout from now):
   // named in every error. Its signature (`what`, `bytes`, `root`; pass 0 and -1 where ranks
@@ -132,7 +134,7 @@ class ShmGroup {
                    int root);
 
   int rank_, size_;
-  std::chrono::milliseconds timeout_;
+  std::atomic<std::chrono::milliseconds> timeout_;
   std::string describe_;
   size_t slot_bytes_ = 0, meta_stride_ = 0;
   char* base_ = nullptr;
