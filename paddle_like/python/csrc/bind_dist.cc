@@ -103,27 +103,59 @@ void BindWorld(py::module_& m) {
   m.def("is_gloo_available", &dist::is_gloo_available);
   m.def("is_nccl_available", &dist::is_nccl_available);
   m.def("is_mpi_available", &dist::is_mpi_available);
+  // pg_options: the backends' option classes (their fields as the C++ structs').
+  using distributed::ProcessGroupGlooOptions;
+  using distributed::ProcessGroupNCCLOptions;
+  using distributed::ProcessGroupOptions;
+  py::class_<ProcessGroupOptions, std::shared_ptr<ProcessGroupOptions>>(m, "ProcessGroupOptions")
+      .def_property_readonly("backend", &ProcessGroupOptions::backend)
+      .def_property(
+          "timeout_ms", [](const ProcessGroupOptions& o) { return o.timeout.count(); },
+          [](ProcessGroupOptions& o, int64_t ms) { o.timeout = Ms(ms); });
+  py::class_<ProcessGroupGlooOptions, ProcessGroupOptions,
+             std::shared_ptr<ProcessGroupGlooOptions>>(m, "ProcessGroupGlooOptions")
+      .def(py::init<>())
+      .def_readwrite("interface", &ProcessGroupGlooOptions::interface)
+      .def_readwrite("hostname", &ProcessGroupGlooOptions::hostname);
+  py::class_<ProcessGroupNCCLOptions, ProcessGroupOptions,
+             std::shared_ptr<ProcessGroupNCCLOptions>>(m, "ProcessGroupNCCLOptions")
+      .def(py::init<>())
+      .def_readwrite("is_high_priority_stream", &ProcessGroupNCCLOptions::is_high_priority_stream)
+      .def_readwrite("blocking", &ProcessGroupNCCLOptions::blocking)
+      .def_readwrite("cga_cluster_size", &ProcessGroupNCCLOptions::cga_cluster_size)
+      .def_readwrite("min_ctas", &ProcessGroupNCCLOptions::min_ctas)
+      .def_readwrite("max_ctas", &ProcessGroupNCCLOptions::max_ctas)
+      .def_readwrite("net_name", &ProcessGroupNCCLOptions::net_name);
   m.def("new_group", [](std::vector<int> ranks, int64_t timeout_ms, const std::string& backend,
-                        bool use_local_synchronization, bool sort_ranks) {
+                        bool use_local_synchronization, bool sort_ranks,
+                        std::shared_ptr<ProcessGroupOptions> pg_options,
+                        const std::string& group_desc) {
     dist::NewGroupOptions o;
     o.sort_ranks = sort_ranks;
     o.timeout = Ms(timeout_ms);
     o.backend = backend;
     o.use_local_synchronization = use_local_synchronization;
+    o.pg_options = std::move(pg_options);
+    o.group_desc = group_desc;
     return NoGil([&] { return dist::new_group(std::move(ranks), o); });
   });
   m.def("split_group", [](const GroupPtr& parent, const std::vector<std::vector<int>>& ranks,
-                          int64_t timeout_ms, const std::string& backend) {
+                          int64_t timeout_ms, const std::string& backend,
+                          std::shared_ptr<ProcessGroupOptions> pg_options,
+                          const std::string& group_desc) {
     dist::NewGroupOptions o;
     o.timeout = Ms(timeout_ms);
     o.backend = backend;
+    o.pg_options = std::move(pg_options);
+    o.group_desc = group_desc;
     return NoGil([&] { return dist::split_group(parent, ranks, o); });
   });
   m.def("shrink_group", [](const std::vector<int>& exclude, const GroupPtr& g, bool abort,
-                           int64_t timeout_ms) {
+                           int64_t timeout_ms, std::shared_ptr<ProcessGroupOptions> pg_options) {
     dist::ShrinkOptions o;
     o.abort = abort;
     o.timeout = Ms(timeout_ms);
+    o.pg_options = std::move(pg_options);
     return NoGil([&] { return dist::shrink_group(exclude, g, o); });
   });
   m.def("monitored_barrier", [](const GroupPtr& g, int64_t timeout_ms, bool wait_all_ranks) {

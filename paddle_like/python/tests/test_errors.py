@@ -158,3 +158,22 @@ def test_data_parallel_helpers():
     buf = np.arange(6, dtype=np.float32)
     b = dist.GradBucket(0, buf, [0, 2], [2, 4], [(2,), (2, 2)], ["p0", "p1"], 1)
     assert [g.shape for g in b.gradients()] == [(2,), (2, 2)] and b.is_last()
+
+
+def test_pg_options_reach_the_backend_and_group_desc_is_kept():
+    lo = dist.ProcessGroupGlooOptions()
+    lo.interface = "lo"
+    g = dist.new_group([0], pg_options=lo, group_desc="attention tp")
+    assert g.group_desc == "attention tp"
+    t = np.ones(4, np.float32)
+    dist.all_reduce(t, group=g)
+    assert (t == 1).all()
+    bad = dist.ProcessGroupGlooOptions()
+    bad.interface = "no_such_if0"
+    gb = dist.new_group([0], pg_options=bad)
+    with pytest.raises(RuntimeError, match="no_such_if0"):
+        dist.all_reduce(t, group=gb)
+    with pytest.raises(ValueError, match="'nccl'"):
+        dist.new_group([0], pg_options=dist.ProcessGroupNCCLOptions())
+    with pytest.raises(TypeError, match="pg_options"):
+        dist.new_group([0], pg_options={"interface": "lo"})

@@ -22,6 +22,7 @@ from ._objects import (all_gather_object, broadcast_object_list, gather_object,
                        recv_object_list, scatter_object_list, send_object_list)
 from ._work import Work
 from .distributed_c10d import (SHRINK_ABORT, SHRINK_DEFAULT, ProcessGroup,
+                               ProcessGroupGlooOptions, ProcessGroupNCCLOptions,
                                _canonicalize_group_rank, destroy_process_group,
                                get_backend, get_backend_config,
                                get_default_backend_for_device, get_global_rank,

@@ -350,8 +350,23 @@ def new_group(ranks: Optional[List[int]] = None, timeout: _dt.timedelta = defaul
     if any(rank < 0 or rank >= world_size for rank in ranks):
         raise ValueError(f"ranks must be in the range [0, {world_size})")
     handle = _C.new_group(ranks, _ms(timeout.total_seconds()), repr(config),
-                          bool(use_local_synchronization), bool(sort_ranks))
+                          bool(use_local_synchronization), bool(sort_ranks),
+                          _pg_options(pg_options), "" if group_desc is None else str(group_desc))
     return _register_group(handle, selected, config, group_desc)
+
+
+#: pg_options of new_group / split_group / shrink_group: where Gloo listens (interface or
+#: hostname) and its timeout; NCCL's ncclConfig_t fields and a high-priority comm stream.
+ProcessGroupGlooOptions = _C.ProcessGroupGlooOptions
+ProcessGroupNCCLOptions = _C.ProcessGroupNCCLOptions
+
+
+def _pg_options(pg_options):
+    """pg_options as the runtime takes them: None, or one of the backends' option classes."""
+    if pg_options is not None and not isinstance(pg_options, _C.ProcessGroupOptions):
+        raise TypeError("pg_options must be a ProcessGroupGlooOptions or ProcessGroupNCCLOptions, "
+                        f"got {type(pg_options).__name__}")
+    return pg_options
 
 
 def _register_group(handle, backend: str, config, group_desc):
@@ -426,7 +441,8 @@ def split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None,
     selected, config = _select_backend(
         parent._backend_config if backend is None else str(backend).lower())
     handle = _C.split_group(parent._group(), parent_groups, _ms(timeout.total_seconds()),
-                            repr(config))
+                            repr(config), _pg_options(pg_options),
+                            "" if group_desc is None else str(group_desc))
     return _register_group(handle, selected, config, group_desc)
 
 
@@ -458,7 +474,8 @@ def shrink_group(ranks_to_exclude, group=None, shrink_flags=SHRINK_DEFAULT, pg_o
     if parent.rank() in excluded:
         raise RuntimeError("the current rank is excluded and must not call shrink_group")
     handle = _C.shrink_group(excluded, parent._group(),
-                             shrink_flags == SHRINK_ABORT, _ms(parent._timeout_s))
+                             shrink_flags == SHRINK_ABORT, _ms(parent._timeout_s),
+                             _pg_options(pg_options))
     child = ProcessGroup(handle, handle.name, parent.backend, parent._backend_config)
     if parent is _world_group:
         for old in list(_groups.values()):
