@@ -2,12 +2,13 @@
 
 #include <glog/logging.h>
 
-#include <cstring>
+#include <deque>
 #include <map>
 
 #include "distributed/comm_trace.h"
 #include "paddle_like/dist/object_collectives.h"
 #include "paddle_like/eager/autograd.h"
+#include "paddle_like/parallel/device_copy.h"
 #include "phi/core/errors.h"
 
 namespace paddle_like {
@@ -22,12 +23,15 @@ std::string Describe(const Tensor& t) {
 
 void BroadcastCoalesced(const std::vector<phi::DenseTensor*>& tensors, int src,
                         size_t buffer_size, const dist::GroupPtr& group) {
-  // Chunks per dtype, in order, each at most buffer_size bytes (a bigger tensor alone).
-  std::map<phi::DataType, std::vector<std::vector<phi::DenseTensor*>>> chunks;
-  std::map<phi::DataType, size_t> open_bytes;
+  // Chunks per (place, dtype), in order, each at most buffer_size bytes (a bigger tensor
+  // alone): one flat tensor on the chunk's place.
+  using Key = std::pair<phi::Place, phi::DataType>;
+  std::map<Key, std::vector<std::vector<phi::DenseTensor*>>> chunks;
+  std::map<Key, size_t> open_bytes;
   for (phi::DenseTensor* t : tensors) {
-    auto& list = chunks[t->dtype()];
-    size_t& bytes = open_bytes[t->dtype()];
+    const Key key{t->place(), t->dtype()};
+    auto& list = chunks[key];
+    size_t& bytes = open_bytes[key];
     if (list.empty() || bytes + t->nbytes() > buffer_size) {
       list.emplace_back();
       bytes = 0;
@@ -36,25 +40,42 @@ void BroadcastCoalesced(const std::vector<phi::DenseTensor*>& tensors, int src,
     bytes += t->nbytes();
   }
   dist::record_comm name("DataParallel broadcast_coalesced");
-  for (auto& [dtype, list] : chunks) {
+  // Two chunks in flight, as the seed's _broadcast_coalesced: the next one is packed and
+  // issued while the last one travels; a chunk is unpacked once its broadcast has ended.
+  struct InFlight {
+    dist::WorkPtr work;
+    phi::DenseTensor flat;
+    std::vector<phi::DenseTensor*> chunk;
+  };
+  std::deque<InFlight> flying;
+  auto finish_oldest = [&flying] {
+    InFlight f = std::move(flying.front());
+    flying.pop_front();
+    f.work->wait();
+    int64_t at = 0;
+    for (auto* t : f.chunk) {
+      phi::DenseTensor part = f.flat.FlatView(at, t->numel());
+      CopyBytes(part, t);
+      at += t->numel();
+    }
+  };
+  for (auto& [key, list] : chunks) {
     for (auto& chunk : list) {
       int64_t total = 0;
       for (auto* t : chunk) total += t->numel();
-      phi::DenseTensor flat(phi::CPUPlace(), dtype, phi::DDim({total}));
-      auto* bytes = static_cast<char*>(flat.data());
-      size_t at = 0;
+      phi::DenseTensor flat(key.first, key.second, phi::DDim({total}));
+      int64_t at = 0;
       for (auto* t : chunk) {
-        if (t->nbytes()) std::memcpy(bytes + at, t->data(), t->nbytes());
-        at += t->nbytes();
+        phi::DenseTensor part = flat.FlatView(at, t->numel());
+        CopyBytes(*t, &part);
+        at += t->numel();
       }
-      dist::broadcast(&flat, src, {group, false});
-      at = 0;
-      for (auto* t : chunk) {
-        if (t->nbytes()) std::memcpy(t->data(), bytes + at, t->nbytes());
-        at += t->nbytes();
-      }
+      dist::WorkPtr work = dist::broadcast(&flat, src, {group, /*async_op=*/true});
+      flying.push_back({std::move(work), flat, chunk});
+      if (flying.size() > 2) finish_oldest();
     }
   }
+  while (!flying.empty()) finish_oldest();
 }
 
 void VerifyParamsAcrossProcesses(const std::vector<std::pair<std::string, Tensor>>& params,

@@ -1,7 +1,6 @@
 #include "paddle_like/parallel/grad_bucket.h"
 
-#include <cstring>
-
+#include "paddle_like/parallel/device_copy.h"
 #include "phi/core/errors.h"
 #include "phi/kernels/math_kernels.h"
 
@@ -24,9 +23,7 @@ void GradBucket::set_buffer(const phi::DenseTensor& buffer) {
                      "GradBucket::set_buffer: bucket %zu holds %ld %s, got %ld %s.", index_,
                      long(buffer_->numel()), phi::DataTypeToString(buffer_->dtype()),
                      long(buffer.numel()), phi::DataTypeToString(buffer.dtype())));
-  phi::DenseTensor host;
-  phi::Copy(buffer, phi::CPUPlace(), &host);
-  if (host.numel() > 0) std::memcpy(buffer_->data(), host.data(), host.nbytes());
+  CopyBytes(OnPlace(buffer, buffer_->place()), buffer_);
 }
 
 std::vector<phi::DenseTensor> GradBucket::gradients() const {
@@ -52,18 +49,22 @@ dist::GroupPtr GroupOf(const std::any& state, const GradBucket& bucket) {
   return *group ? *group : bucket.group();
 }
 
+// The cast kernels run on the host: a device bucket is cast there and the compressed copy
+// goes back to the device for the all-reduce (the wire and the reduction stay on the device).
 std::shared_ptr<dist::Future> CompressHook(const std::any& state, GradBucket& bucket,
                                            phi::DataType wire) {
-  auto compressed = std::make_shared<phi::DenseTensor>();
-  phi::CastKernel(bucket.buffer(), wire, compressed.get());
+  const phi::Place place = bucket.buffer().place();
+  phi::DenseTensor narrow;
+  phi::CastKernel(OnPlace(bucket.buffer(), phi::CPUPlace()), wire, &narrow);
+  auto compressed = std::make_shared<phi::DenseTensor>(OnPlace(narrow, place));
   dist::WorkPtr work =
       dist::all_reduce(compressed.get(), dist::ReduceOp::AVG, {GroupOf(state, bucket), true});
   phi::DenseTensor target = bucket.buffer();  // shares the bucket's storage
   return work->get_future()->then([compressed, target](dist::Work& w) mutable {
     if (auto error = w.exception()) std::rethrow_exception(error);
     phi::DenseTensor restored;
-    phi::CastKernel(*compressed, target.dtype(), &restored);
-    if (restored.numel() > 0) std::memcpy(target.data(), restored.data(), restored.nbytes());
+    phi::CastKernel(OnPlace(*compressed, phi::CPUPlace()), target.dtype(), &restored);
+    CopyBytes(restored, &target);
   });
 }
 

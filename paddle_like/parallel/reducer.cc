@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "paddle_like/eager/autograd.h"
+#include "paddle_like/parallel/device_copy.h"
 #include "phi/core/errors.h"
 
 namespace paddle_like {
@@ -43,11 +44,12 @@ std::vector<std::vector<size_t>> ComputeBucketAssignmentBySize(
     size_t bytes = 0;
     size_t limit_index = 0;
   };
-  std::map<phi::DataType, Open> open;
+  // Keyed by place and dtype, as the seed's: a bucket is one flat tensor on one device.
+  std::map<std::pair<phi::Place, phi::DataType>, Open> open;
   std::vector<std::vector<size_t>> result;
   for (size_t index : order) {
     const Tensor& p = params.at(index);
-    Open& o = open[p.dtype()];
+    Open& o = open[{p.value().place(), p.dtype()}];
     o.members.push_back(index);
     o.bytes += p.value().nbytes();
     if (o.bytes >= limits[std::min(o.limit_index, limits.size() - 1)]) {
@@ -55,7 +57,7 @@ std::vector<std::vector<size_t>> ComputeBucketAssignmentBySize(
       o = Open{{}, 0, o.limit_index + 1};
     }
   }
-  for (auto& [dtype, o] : open) {
+  for (auto& [key, o] : open) {
     if (!o.members.empty()) result.push_back(std::move(o.members));
   }
   std::unordered_map<size_t, size_t> position;
@@ -77,12 +79,14 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names,
       locally_used_(params_.size(), 0) {
   PADDLE_ENFORCE(!params_.empty(),
                  phi::errors::InvalidArgument("DataParallel: the module has no parameters."));
+  place_ = params_[0].value().place();
   for (size_t i = 0; i < params_.size(); ++i) {
-    PADDLE_ENFORCE(params_[i].value().place().is_cpu(),
-                   phi::errors::Unimplemented(
-                       "DataParallel: parameter '%s' is on %s; this Reducer runs on CPU "
-                       "tensors.",
-                       names_[i].c_str(), params_[i].value().place().DebugString().c_str()));
+    PADDLE_ENFORCE(params_[i].value().place() == place_,
+                   phi::errors::InvalidArgument(
+                       "DataParallel: every parameter must be on one place; '%s' is on %s, "
+                       "'%s' on %s.",
+                       names_[0].c_str(), place_.DebugString().c_str(), names_[i].c_str(),
+                       params_[i].value().place().DebugString().c_str()));
     index_of_[params_[i].impl().get()] = i;
     hook_ids_.push_back(params_[i].register_post_accumulate_grad_hook(
         [this, i](Tensor&) { OnGradReady(i); }));
@@ -114,9 +118,9 @@ void Reducer::InitBuckets(const std::vector<size_t>& order) {
       bucket->lengths.push_back(params_[p].numel());
       total += params_[p].numel();
     }
-    bucket->buffer = phi::DenseTensor(phi::CPUPlace(), params_[bucket->params[0]].dtype(),
+    bucket->buffer = phi::DenseTensor(place_, params_[bucket->params[0]].dtype(),
                                       phi::DDim({total}));
-    if (total > 0) std::memset(bucket->buffer.data(), 0, bucket->buffer.nbytes());
+    if (total > 0) phi::Fill(&bucket->buffer, 0);
     bucket->pending = bucket->params.size();
     buckets_.push_back(std::move(bucket));
   }
@@ -126,7 +130,7 @@ void Reducer::InitBuckets(const std::vector<size_t>& order) {
       if (!params_[p].has_grad()) continue;
       Bucket& b = *buckets_[bucket_of_[p]];
       phi::DenseTensor slot = b.buffer.FlatView(b.offsets[slot_of_[p]], b.lengths[slot_of_[p]]);
-      std::memcpy(slot.data(), params_[p].grad().data(), slot.nbytes());
+      CopyBytes(params_[p].grad(), &slot);
       slot.Resize(params_[p].dims());
       params_[p].set_grad(slot);
     }
@@ -142,9 +146,11 @@ void Reducer::RebuildBuckets() {
     if (!seen[i]) order.push_back(i);
   }
   std::vector<int64_t> as_int(order.begin(), order.end());
-  auto shared = phi::DenseTensor::FromVector(as_int);
-  dist::broadcast(&shared, group_->ranks()[0], {group_, false});
-  const int64_t* got = shared.data<int64_t>();
+  // On the parameters' place: the group's backend for it carries it (NCCL for GPU models).
+  auto shared = OnPlace(phi::DenseTensor::FromVector(as_int), place_);
+  dist::broadcast(&shared, dist::GroupRank{0}, {group_, false});
+  const auto on_host = OnPlace(shared, phi::CPUPlace());
+  const int64_t* got = on_host.data<int64_t>();
   std::vector<char> check(params_.size(), 0);
   for (size_t i = 0; i < order.size(); ++i) {
     PADDLE_ENFORCE(got[i] >= 0 && got[i] < static_cast<int64_t>(params_.size()) && !check[got[i]],
@@ -229,9 +235,9 @@ void Reducer::MarkReady(size_t index, bool used) {
   if (used) {
     locally_used_[index] = 1;
     const phi::DenseTensor& grad = params_[index].grad();
-    if (!IsView(grad, slot)) std::memcpy(slot.data(), grad.data(), slot.nbytes());
+    if (!IsView(grad, slot)) CopyBytes(grad, &slot);
   } else if (slot.nbytes() > 0) {
-    std::memset(slot.data(), 0, slot.nbytes());  // an unused parameter contributes zero
+    phi::Fill(&slot, 0);  // an unused parameter contributes zero
   }
   if (--b.pending == 0) LaunchReadyBuckets();
 }
@@ -299,10 +305,11 @@ void Reducer::Finalize() {
   std::vector<char> globally_used(params_.size(), 1);
   if (options_.find_unused_parameters) {
     std::vector<int32_t> flags(locally_used_.begin(), locally_used_.end());
-    auto bitmap = phi::DenseTensor::FromVector(flags);
+    auto bitmap = OnPlace(phi::DenseTensor::FromVector(flags), place_);
     dist::record_comm name("DataParallel used-parameter bitmap");
     dist::all_reduce(&bitmap, dist::ReduceOp::SUM, {group_, false});
-    const int32_t* sum = bitmap.data<int32_t>();
+    const auto on_host = OnPlace(bitmap, phi::CPUPlace());
+    const int32_t* sum = on_host.data<int32_t>();
     for (size_t i = 0; i < params_.size(); ++i) globally_used[i] = sum[i] > 0;
   }
 
@@ -317,10 +324,10 @@ void Reducer::Finalize() {
       param.set_grad(slot);
     } else if (param.has_grad()) {
       phi::DenseTensor grad = param.grad();  // shares the storage: written in place
-      std::memcpy(grad.data(), slot.data(), slot.nbytes());
+      CopyBytes(slot, &grad);
     } else {
-      phi::DenseTensor own;
-      phi::Copy(slot, phi::CPUPlace(), &own);
+      phi::DenseTensor own(place_, slot.dtype(), slot.dims());
+      CopyBytes(slot, &own);
       own.Resize(param.dims());
       param.set_grad(std::move(own));
     }

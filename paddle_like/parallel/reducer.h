@@ -1,5 +1,7 @@
 // The Reducer behind DataParallel (Paddle's EagerReducer, PyTorch's DDP reducer): gradients
-// are packed into per-dtype buckets; a bucket whose gradients are all final launches an
+// are packed into per-dtype buckets on the parameters' place (host memory, or the device:
+// copies on its calc stream, the all-reduce on the group's backend for that place, NCCL's
+// comm stream for CUDA); a bucket whose gradients are all final launches an
 // asynchronous all-reduce (average) on the comm stream while backward continues; buckets
 // launch strictly in order (so every rank issues the same sequence); the end of backward
 // waits for them and hands the averaged gradients back.
@@ -31,7 +33,7 @@ struct ReducerOptions {
 
 // Bucket assignment (Paddle's assign_group_by_size, PyTorch's
 // _compute_bucket_assignment_by_size): walks `order` (parameter indices), keeps one open
-// bucket per dtype, closes it once it holds at least its limit in bytes (the first bucket of
+// bucket per (place, dtype), closes it once it holds at least its limit in bytes (the first bucket of
 // each dtype has limits[0], later ones limits[1]), and returns the buckets ordered by their
 // first parameter's position in `order`.
 std::vector<std::vector<size_t>> ComputeBucketAssignmentBySize(
@@ -73,6 +75,7 @@ class Reducer {
   void RebuildBuckets();
   std::vector<std::string> NamesOf(const std::vector<size_t>& indices) const;
 
+  phi::Place place_;  // every parameter's, and so every bucket's
   std::vector<Tensor> params_;
   std::vector<std::string> names_;
   // Parameter index by tensor, for find_unused_parameters' graph walk (built once).
