@@ -60,12 +60,13 @@ Procs StartRanks(const SimCluster& cluster, int nodes, int per_node, EnvConventi
   return ranks;
 }
 
-// Every "listens on" line of `output`: the rank it names -> the line.
+// Every "listens on" line of `output`'s groups: the rank it names -> the line (not the lines
+// of a hierarchical group's leaders' communicator, "group 0 'leaders' (rank 1/2)").
 std::map<int, std::string> ListenLines(const std::string& output) {
   std::map<int, std::string> lines;
   std::istringstream in(output);
   std::string line;
-  static const std::regex rank_re(R"(\(rank (\d+)/\d+\) listens on )");
+  static const std::regex rank_re(R"(of group \d+ \(rank (\d+)/\d+\) listens on )");
   while (std::getline(in, line)) {
     std::smatch m;
     if (std::regex_search(line, m, rank_re)) lines[std::stoi(m[1])] = line;
@@ -198,6 +199,47 @@ void RunDirectly(EnvConvention c) {
   EXPECT_NE(output.find("#wrong"), std::string::npos) << output;
   EXPECT_EQ(output.find("wrong values"), std::string::npos) << output;
   ExpectListensOnNodeAddresses(output, cluster, 4, 2);
+}
+
+// Two simulated nodes of two ranks: a hierarchical group (each node's pair over shared
+// memory, the two leaders over the network). Its all-reduce, every dtype and reduce op, from
+// the sizes the fused exchange carries to the ones the hierarchy carries, against comm_bench's
+// reference; every rank says it took the hierarchical path.
+TEST(MultiNode, HierarchicalAllReduceEveryDtypeAndOpOnTwoNodesOfTwo) {
+  SimCluster cluster(2);
+  REQUIRE_SIM_CLUSTER(cluster);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"float32", "sum"}, {"float64", "avg"}, {"float16", "sum"}, {"bfloat16", "max"},
+      {"int32", "prod"},  {"int64", "min"},   {"int8", "max"},    {"uint8", "sum"}};
+  std::map<std::string, std::string> env = {{"GLOG_vmodule", "gloo_hierarchical=1"}};
+  for (const auto& [dtype, op] : cases) {
+    Procs launches;
+    for (int node = 0; node < 2; ++node) {
+      launches.push_back(cluster.Start(
+          node,
+          {LAUNCH_BIN, "--nnodes", "2", "--node_rank", std::to_string(node),
+           "--nproc_per_node", "2", "--master_addr", cluster.addr(0), "--master_port", kPort,
+           "--", COMM_BENCH_BIN, "-c", "allreduce", "-b", "8", "-e", "1M", "-f", "32", "-n",
+           "2", "-w", "1", "-d", dtype, "-o", op, "--timeout_s", "30"},
+          env));
+    }
+    std::string output;
+    for (int node = 0; node < 2; ++node) {
+      auto r = launches[node]->Finish(std::chrono::seconds(60));
+      EXPECT_EQ(r.exit_code(), 0) << dtype << " " << op << ", node " << node << "\n" << r.output;
+      output += r.output;
+    }
+    EXPECT_NE(output.find("#wrong"), std::string::npos) << output;
+    EXPECT_EQ(output.find("wrong values"), std::string::npos) << dtype << " " << op << "\n"
+                                                             << output;
+    size_t hier = 0;
+    for (size_t at = 0; (at = output.find("hierarchical all-reduce over 2 hosts", at)) !=
+                        std::string::npos;
+         ++at) {
+      ++hier;
+    }
+    EXPECT_EQ(hier, 4u) << output;
+  }
 }
 
 TEST(MultiNode, TorchrunEnvAloneWorksAcrossNodes) { RunDirectly(EnvConvention::kTorchrun); }

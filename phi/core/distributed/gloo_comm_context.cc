@@ -122,7 +122,7 @@ int AllReduceAlgorithmFromEnv() {
 GlooCommContext::GlooCommContext(std::unique_ptr<GlooMesh> mesh,
                                  std::unique_ptr<GlooMesh> exchange_mesh,
                                  std::shared_ptr<Store> store, std::chrono::milliseconds timeout,
-                                 std::string describe)
+                                 std::string describe, GlooOptions options, int gid)
     : CommContext(mesh->context()->rank, mesh->context()->size),
       mesh_(std::move(mesh)),
       exchange_mesh_(std::move(exchange_mesh)),
@@ -130,8 +130,12 @@ GlooCommContext::GlooCommContext(std::unique_ptr<GlooMesh> mesh,
       ctx_(mesh_->context()),
       timeout_(timeout),
       describe_(std::move(describe)),
+      options_(std::move(options)),
+      gid_(gid),
       allreduce_algorithm_(AllReduceAlgorithmFromEnv()),
       exchange_(exchange_mesh_.get()) {}
+
+GlooCommContext::~GlooCommContext() = default;
 
 ShmGroup* GlooCommContext::Shm() {
   if (shm_state_ == ShmState::kUndecided) {
@@ -141,9 +145,11 @@ ShmGroup* GlooCommContext::Shm() {
       std::shared_ptr<Store> own = store_->Clone();
       shm_ = ShmGroup::Create(own ? own : store_, GetRank(), GetSize(), exchange_.Capacity(),
                               timeout_.load(), describe_);
+      if (!shm_) hier_ = MakeHierarchy(own ? own : store_);
     });
     shm_state_ = shm_ ? ShmState::kOn : ShmState::kOff;
     shm_live_.store(shm_.get(), std::memory_order_release);
+    hier_live_.store(hier_.get(), std::memory_order_release);
   }
   return shm_.get();
 }
@@ -373,6 +379,10 @@ void GlooCommContext::RunAllReduce(const void* send, void* recv, int64_t count, 
     ShmCall([&] { shm->AllReduce(p.data, recv, p.count, p.dtype, red.op); });
     return;
   }
+  if (Hierarchy* h = Hier()) {
+    ShmCall([&] { HierAllReduce(h, p.data, recv, p.count, p.dtype, red.op); });
+    return;
+  }
   const size_t bytes = static_cast<size_t>(p.count) * SizeOf(p.dtype);
   if (bytes <= VariableGatherCapacity() && bytes <= GatheredAllReduceLimit()) {
     // Small and mid sizes: gather every rank's input through the bound exchange and reduce
@@ -514,7 +524,7 @@ std::unique_ptr<CommContext> CreateGlooCommContext(const std::shared_ptr<Store>&
           << (attr.iface.empty() ? "address " + attr.hostname : "interface " + attr.iface) << ")";
   return std::make_unique<GlooCommContext>(std::move(mesh), std::move(exchange_mesh),
                                            std::move(group_store), options.timeout,
-                                           std::move(describe));
+                                           std::move(describe), options, gid);
 }
 
 }  // namespace distributed

@@ -16,6 +16,7 @@
 #include <gloo/transport/unbound_buffer.h>
 
 #include "phi/core/distributed/comm_context.h"
+#include "phi/core/distributed/gloo_comm_context.h"
 #include "phi/core/distributed/cpu_coalesce.h"
 #include "phi/core/distributed/cpu_reduce.h"
 #include "phi/core/distributed/gloo_mesh_internal.h"
@@ -121,9 +122,12 @@ class GlooCommContext : public CommContext {
   // `exchange_mesh` connects the same ranks over connections of their own, for the fused
   // exchange only (see GlooFusedExchange). `store`: the group's rendezvous prefix, where the
   // first collective decides whether the ranks share a host (ShmGroup::Create).
+  // `options`, `gid`: what the group was created with (the hierarchical path's network
+  // step makes a communicator of its own with them).
   GlooCommContext(std::unique_ptr<GlooMesh> mesh, std::unique_ptr<GlooMesh> exchange_mesh,
                   std::shared_ptr<Store> store, std::chrono::milliseconds timeout,
-                  std::string describe);
+                  std::string describe, GlooOptions options = {}, int gid = 0);
+  ~GlooCommContext() override;
 
   std::string BackendName() const override { return "Gloo"; }
   bool SupportsAnySource() const override { return true; }
@@ -169,6 +173,7 @@ class GlooCommContext : public CommContext {
   void Abort(const std::string& why) override {
     MarkBroken("aborted: " + why);
     if (ShmGroup* shm = shm_live_.load(std::memory_order_acquire)) shm->Abort(why);
+    if (Hierarchy* h = hier_live_.load(std::memory_order_acquire)) h->Abort(why);
     mesh_->CloseConnected();
     exchange_mesh_->CloseConnected();
   }
@@ -179,6 +184,7 @@ class GlooCommContext : public CommContext {
     exchange_mesh_->SetTimeout(timeout);
     exchange_.SetTimeout(timeout);
     if (ShmGroup* shm = shm_live_.load(std::memory_order_acquire)) shm->SetTimeout(timeout);
+    if (Hierarchy* h = hier_live_.load(std::memory_order_acquire)) h->SetTimeout(timeout);
   }
   void GroupStart() override { group_.Start(); }
   void GroupEnd() override;
@@ -254,12 +260,36 @@ class GlooCommContext : public CommContext {
   std::unique_ptr<ShmGroup> shm_;
   std::atomic<ShmGroup*> shm_live_{nullptr};
 
+  // The hierarchical path (gloo_hierarchical.cc), decided with Shm() when the group spans
+  // hosts and at least one host has two or more of its ranks: an all-reduce reduces on each
+  // host over shared memory to the host's lowest rank (its leader), all-reduces among the
+  // leaders over the network, and broadcasts on each host again.
+  struct Hierarchy {
+    std::unique_ptr<ShmGroup> local;       // this host's ranks; null when alone on it
+    std::unique_ptr<CommContext> leaders;  // one rank per host; null off the leaders
+    void Abort(const std::string& why);
+    void SetTimeout(std::chrono::milliseconds timeout);
+  };
+  // Collective (every rank, with Shm()'s decision): the hierarchy, or null (the same answer
+  // on every rank).
+  std::unique_ptr<Hierarchy> MakeHierarchy(const std::shared_ptr<Store>& store);
+  Hierarchy* Hier() {
+    Shm();
+    return hier_.get();
+  }
+  void HierAllReduce(Hierarchy* h, const void* in, void* out, int64_t count, DataType dtype,
+                     ReduceOp op);
+  std::unique_ptr<Hierarchy> hier_;
+  std::atomic<Hierarchy*> hier_live_{nullptr};
+
   std::unique_ptr<GlooMesh> mesh_;
   std::unique_ptr<GlooMesh> exchange_mesh_;
   std::shared_ptr<Store> store_;
   std::shared_ptr<::gloo::Context> ctx_;
   std::atomic<std::chrono::milliseconds> timeout_;
   std::string describe_;
+  GlooOptions options_;  // what the group was created with
+  int gid_;
   // PADDLE_GLOO_ALLREDUCE_ALGO, read at creation (see AllReduceAlgorithmFromEnv).
   int allreduce_algorithm_;  // PADDLE_GLOO_ALLREDUCE_ALGO, or -1: by size
   ::gloo::AllreduceOptions::Algorithm AllReduceAlgorithmFor(size_t bytes) const;
