@@ -1,6 +1,11 @@
 // Helpers shared by paddle_like::dist's .cc files (not installed).
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -9,6 +14,39 @@
 
 namespace paddle_like {
 namespace dist {
+
+// What a Future is: the Work's own (callback null: it ends with the op) or a then() (it ends
+// once `before` has and its callback has run). Complete() runs it in the calling thread unless
+// another thread already is, then waits for that one.
+struct FutureState {
+  static constexpr int kPending = 0, kRunning = 1, kDone = 2;
+  std::shared_ptr<Work> work;
+  std::shared_ptr<FutureState> before;
+  std::function<void(Work&)> callback;
+  std::atomic<int> phase{kPending};
+  std::exception_ptr error;  // written before phase becomes kDone
+  std::mutex mu;
+  std::condition_variable cv;
+  // The op ended and so can every future before this one: Complete() will not block (on
+  // anything but a callback).
+  bool Ready() const;
+  void Complete();
+};
+
+// The process's one thread that completes then() futures nobody waits for (Future's comment).
+class FutureCompletions {
+ public:
+  static FutureCompletions& Instance();
+  void Watch(std::shared_ptr<FutureState> state);
+
+ private:
+  FutureCompletions() = default;
+  void Loop();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::shared_ptr<FutureState>> pending_;
+  bool started_ = false;
+};
 
 // The group a collective runs on (null: the world), or null when this rank is not in it:
 // the call then does nothing and returns a null Work (warned once per process).

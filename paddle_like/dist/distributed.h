@@ -24,7 +24,6 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
-#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -49,21 +48,25 @@ constexpr std::chrono::milliseconds kUnsetTimeout = distributed::ProcessGroup::k
 class Work;
 class Group;
 // Completion of a Work, for callbacks (DataParallel comm hooks): then(cb) runs cb(work) once
-// the op has ended (successfully or not: see work.exception()) on a thread of its own, and
-// returns a Future that ends when cb has run. wait() on a Work's own future rethrows the op's
-// error; on a then() future, the callback's (a callback that rethrows work.exception()
-// passes the op's error on).
+// the op has ended (successfully or not: see work.exception()) and returns a Future that ends
+// when cb has run. wait() on a Work's own future rethrows the op's error; on a then() future,
+// the callback's (a callback that rethrows work.exception() passes the op's error on).
+// Where callbacks run: in the first wait() on the future (or on one chained after it) that
+// finds the op ended, else on the process's one future-completion thread, which picks up the
+// callbacks nobody waits for soon after their op ends. No thread per future.
+struct FutureState;
 class Future {
  public:
-  Future(std::shared_ptr<Work> work, std::shared_future<void> done);
+  explicit Future(std::shared_ptr<FutureState> state);
   std::shared_ptr<Future> then(std::function<void(Work&)> callback);
   // Blocks until the op (and, for a then() future, its callback) has ended; rethrows the
   // op's error (a then() future: the callback's exception).
   void wait();
+  // Whether wait() would return (or raise) at once.
+  bool done() const;
 
  private:
-  std::shared_ptr<Work> work_;
-  std::shared_future<void> done_;
+  std::shared_ptr<FutureState> state_;
 };
 
 // The handle of an issued op.

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include <glog/logging.h>
+#include <pthread.h>
 
 #include "distributed/backend_registry.h"
 #include "distributed/process_group_with_stream.h"
@@ -87,29 +88,119 @@ std::exception_ptr Work::exception() {
 int Work::source_rank() const { return task_->source_rank(); }
 
 std::shared_ptr<Future> Work::get_future() {
-  auto self = shared_from_this();
-  // Ends when the op ends and carries its error: wait() rethrows it (a then() callback gets
-  // the Work and decides for itself).
-  std::shared_future<void> done =
-      std::async(std::launch::async, [self] { self->wait(); }).share();
-  return std::make_shared<Future>(self, std::move(done));
+  auto state = std::make_shared<FutureState>();
+  state->work = shared_from_this();
+  return std::make_shared<Future>(std::move(state));
 }
 
-Future::Future(std::shared_ptr<Work> work, std::shared_future<void> done)
-    : work_(std::move(work)), done_(std::move(done)) {}
+Future::Future(std::shared_ptr<FutureState> state) : state_(std::move(state)) {}
 
 std::shared_ptr<Future> Future::then(std::function<void(Work&)> callback) {
-  auto work = work_;
-  auto before = done_;
-  std::shared_future<void> done =
-      std::async(std::launch::async, [work, before, cb = std::move(callback)] {
-        before.wait();
-        cb(*work);
-      }).share();
-  return std::make_shared<Future>(work_, std::move(done));
+  auto next = std::make_shared<FutureState>();
+  next->work = state_->work;
+  next->before = state_;
+  next->callback = std::move(callback);
+  FutureCompletions::Instance().Watch(next);
+  return std::make_shared<Future>(std::move(next));
 }
 
-void Future::wait() { done_.get(); }
+void Future::wait() {
+  state_->Complete();
+  if (state_->error) std::rethrow_exception(state_->error);
+}
+
+bool Future::done() const { return state_->phase.load() == FutureState::kDone; }
+
+// ------------------------------------------------------------------ future completion
+bool FutureState::Ready() const {
+  if (before && before->phase.load() != kDone && !before->Ready()) return false;
+  return work->is_completed();
+}
+
+void FutureState::Complete() {
+  if (before) before->Complete();  // its callback first, in this thread if nobody ran it
+  int expected = kPending;
+  if (phase.compare_exchange_strong(expected, kRunning)) {
+    try {
+      if (callback) {
+        callback(*work);
+      } else {
+        work->wait();
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      phase.store(kDone);
+    }
+    cv.notify_all();
+    return;
+  }
+  std::unique_lock<std::mutex> lk(mu);
+  cv.wait(lk, [this] { return phase.load() == kDone; });
+}
+
+FutureCompletions& FutureCompletions::Instance() {
+  // Never destroyed: its thread outlives static users. A forked child has no thread: the
+  // fork handlers keep the lock consistent and let the child start its own.
+  static auto* completions = [] {
+    auto* c = new FutureCompletions();
+    pthread_atfork([] { Instance().mu_.lock(); }, [] { Instance().mu_.unlock(); },
+                   [] {
+                     FutureCompletions& self = Instance();
+                     self.started_ = false;
+                     self.pending_.clear();  // the parent's ops: not this process's
+                     self.mu_.unlock();
+                   });
+    return c;
+  }();
+  return *completions;
+}
+
+void FutureCompletions::Watch(std::shared_ptr<FutureState> state) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    pending_.push_back(std::move(state));
+    if (!started_) {
+      started_ = true;
+      std::thread([this] { Loop(); }).detach();
+    }
+  }
+  cv_.notify_one();
+}
+
+// Polls the pending callbacks' ops, sleeping longer while nothing ends (50 us up to 2 ms):
+// a waiter runs its callback itself at once, so this only bounds how late a callback nobody
+// waits for runs.
+void FutureCompletions::Loop() {
+  auto pause = std::chrono::microseconds(50);
+  std::unique_lock<std::mutex> lk(mu_);
+  for (;;) {
+    cv_.wait(lk, [this] { return !pending_.empty(); });
+    std::vector<std::shared_ptr<FutureState>> ready;
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      const int phase = (*it)->phase.load();
+      if (phase == FutureState::kDone || phase == FutureState::kRunning) {
+        it = pending_.erase(it);  // a waiter took it
+      } else if ((*it)->Ready()) {
+        ready.push_back(std::move(*it));
+        it = pending_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    lk.unlock();
+    for (auto& state : ready) state->Complete();
+    if (ready.empty()) {
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(2000));
+    } else {
+      pause = std::chrono::microseconds(50);
+    }
+    lk.lock();
+  }
+}
 
 // ------------------------------------------------------------------ backend configs
 namespace {

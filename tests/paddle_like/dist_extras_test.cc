@@ -3,6 +3,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include "distributed/process_group_with_stream.h"
@@ -64,6 +66,49 @@ TEST(DistFutures, ThenRunsAfterTheOpAndChains) {
   EXPECT_EQ(second, 1);
   EXPECT_EQ(At(t, 0), 5);
   dist::destroy_process_group();
+}
+
+int ThreadsOfThisProcess() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  }
+  return -1;
+}
+
+// Futures cost no thread each: 200 futures with then() callbacks, nobody waiting on most of
+// them, add at most the one future-completion thread, and every callback still runs.
+TEST(DistFutures, CallbacksRunWithoutAWaiterAndFuturesAddNoThreads) {
+  RunRanks(2, [](const RankContext&) {
+    InitGloo();
+    DenseTensor warm = Ints({0});
+    dist::all_reduce(&warm);
+    auto f0 = dist::all_reduce(&warm, dist::ReduceOp::SUM, {nullptr, true})
+                  ->get_future()
+                  ->then([](dist::Work&) {});
+    f0->wait();  // the completion thread exists from here on
+    const int before = ThreadsOfThisProcess();
+    std::atomic<int> ran{0};
+    std::vector<DenseTensor> tensors;
+    for (int i = 0; i < 200; ++i) tensors.push_back(Ints({1}));  // 200 buffers of their own
+    std::vector<std::shared_ptr<dist::Future>> futures;
+    for (auto& t : tensors) {
+      auto work = dist::all_reduce(&t, dist::ReduceOp::SUM, {nullptr, true});
+      futures.push_back(work->get_future()->then([&ran](dist::Work& w) {
+        if (w.is_success()) ++ran;
+      }));
+    }
+    EXPECT_LE(ThreadsOfThisProcess(), before) << "futures started threads";
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (ran.load() < 200 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_EQ(ran.load(), 200) << "callbacks nobody waited for did not run";
+    for (auto& f : futures) EXPECT_TRUE(f->done());
+    EXPECT_EQ(At(tensors[199], 0), 2);
+    dist::destroy_process_group();
+  });
 }
 
 TEST(DistFutures, WaitRethrowsTheOpsErrorAndThenCallbacksSeeIt) {
