@@ -7,7 +7,7 @@
 # 1. 2 nodes x 1 rank, every node link capped at RATE (tbf both ways): all-reduce busbw from
 #    1 MiB to 64 MiB against the cap.
 # 2. 4 nodes x 1 rank at the same cap: ring against halving-doubling
-#    (PADDLE_GLOO_ALLREDUCE_ALGO), 4 KiB to 64 MiB, and where one overtakes the other.
+#    (FLAGS_gloo_allreduce_algo), 4 KiB to 64 MiB, and where one overtakes the other.
 #
 # Needs root and iproute2 (tools/sim_cluster.sh); prints why and exits 0 where it cannot run.
 # BUILD=dir picks the build tree (default: build/). Every node runs tools/launch, so the store,
@@ -62,7 +62,7 @@ fi
 run() {
   local nodes=$1 algo=$2 json=$3
   shift 3
-  PADDLE_GLOO_ALLREDUCE_ALGO=$algo "$sim" run "$nodes" --rate "$rate" -- \
+  FLAGS_gloo_allreduce_algo=$algo "$sim" run "$nodes" --rate "$rate" -- \
     "$0" _on_cluster "$json" "$@"
 }
 

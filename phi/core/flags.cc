@@ -30,6 +30,14 @@ DEFINE_int32(store_host_linger_s, 10,
              "Seconds a store host serves other processes' clients after it ends (see flags.h)");
 DEFINE_int32(gloo_spin_us, 1000, "Microseconds a Gloo pair polls before it blocks (flags.h)");
 DEFINE_bool(cpu_shm_transport, true, "CPU groups on one host use shared memory (flags.h)");
+DEFINE_string(gloo_allreduce_algo, "auto",
+              "Gloo's all-reduce above the fused exchange: auto, ring, halving_doubling");
+DEFINE_bool(mpi_native_collectives, true,
+            "MPI gather, scatter and all-to-all through MPI's own calls (flags.h)");
+DEFINE_int64(mpi_allreduce_segment_bytes, int64_t{1} << 20,
+             "MPI all-reduces above mpi_allreduce_segment_above run in calls of this size");
+DEFINE_int64(mpi_allreduce_segment_above, int64_t{16} << 20,
+             "Bytes above which an MPI all-reduce is segmented (0 bytes: never)");
 DEFINE_int32(default_group_timeout_s, 1800, "Default process-group timeout in seconds");
 DEFINE_int32(max_pending_stream_frees, 4096,
              "Deferred frees kept before the allocator waits on the oldest");

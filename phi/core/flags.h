@@ -51,6 +51,19 @@ DECLARE_int32(gloo_spin_us);
 // segment instead of loopback TCP (phi/core/distributed/shm_group.h). Every rank must have it
 // on; off on any rank keeps that group on the network.
 DECLARE_bool(cpu_shm_transport);
+// Gloo's all-reduce algorithm for the sizes above the fused exchange on a network path:
+// "auto" (by size: halving-doubling, ring from 32 MiB on two ranks and 4 MiB on more),
+// "ring" or "halving_doubling" (Gloo's bcube, base 2). Read when a communicator is made;
+// every rank must set it alike.
+DECLARE_string(gloo_allreduce_algo);
+// The MPI backend's gather, scatter and all-to-all use MPI's own calls; false: the engine's
+// grouped sends and receives. Read once per process; every rank must set it alike.
+DECLARE_bool(mpi_native_collectives);
+// MPI all-reduces of more than mpi_allreduce_segment_above bytes run as MPI_Allreduce calls
+// of mpi_allreduce_segment_bytes each (0 bytes: never segment). Read when a communicator is
+// made; every rank must set them alike.
+DECLARE_int64(mpi_allreduce_segment_bytes);
+DECLARE_int64(mpi_allreduce_segment_above);
 // Default timeout of a process group, in seconds.
 DECLARE_int32(default_group_timeout_s);
 // Bound on allocations whose free waits for a stream; past it the oldest are waited for.

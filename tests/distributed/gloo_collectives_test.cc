@@ -359,13 +359,13 @@ TEST_P(GlooCollectives, CoalescedFiftyMixedSizeAllReduces) {
 // Every path of the all-reduce: the fused exchange (small), and above it, by default, the
 // chunked exchange on two ranks, Gloo's halving-doubling (1.2 MB) and its ring (from 4 MiB)
 // on more; and Gloo's ring and halving-doubling on every world size when
-// PADDLE_GLOO_ALLREDUCE_ALGO fixes one. Each against the reference, and with the same bits on
+// FLAGS_gloo_allreduce_algo fixes one. Each against the reference, and with the same bits on
 // every rank (each element must be reduced once, in one order, whatever the path).
 TEST_P(GlooCollectives, AllReduceEveryPathSameBitsOnEveryRank) {
   RunRanks(World(), [](const RankContext& ctx) {
     int gid = 0;
     for (const char* algo : {"auto", "ring", "halving_doubling"}) {
-      setenv("PADDLE_GLOO_ALLREDUCE_ALGO", algo, 1);  // read when the communicator is made
+      FLAGS_gloo_allreduce_algo = algo;  // read when the communicator is made
       auto pg = MakeGroup(ctx, gid++);
       for (int64_t bytes : {int64_t{148}, int64_t{300} << 12, (int64_t{4} << 20) + 4096}) {
         for (DataType dt : {DataType::FLOAT32, DataType::INT64}) {
@@ -389,7 +389,7 @@ TEST_P(GlooCollectives, AllReduceEveryPathSameBitsOnEveryRank) {
         }
       }
     }
-    unsetenv("PADDLE_GLOO_ALLREDUCE_ALGO");
+    FLAGS_gloo_allreduce_algo = "auto";
   });
 }
 

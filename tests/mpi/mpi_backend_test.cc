@@ -148,11 +148,11 @@ TEST_P(MpiBackend, SubgroupBesideTheWorld) {
 // is not a multiple of the segment still reduce exactly.
 TEST_P(MpiBackend, SegmentedAllReduceEqualsTheReference) {
   RunRanks(GetParam(), [](const RankContext& ctx) {
-    setenv("PADDLE_MPI_ALLREDUCE_SEGMENT_BYTES", "64", 1);
-    setenv("PADDLE_MPI_ALLREDUCE_SEGMENT_ABOVE", "256", 1);
+    FLAGS_mpi_allreduce_segment_bytes = 64;
+    FLAGS_mpi_allreduce_segment_above = 256;
     ProcessGroupMPI pg(ctx.store, ctx.rank, ctx.world_size, 0, std::chrono::seconds(20));
-    unsetenv("PADDLE_MPI_ALLREDUCE_SEGMENT_BYTES");
-    unsetenv("PADDLE_MPI_ALLREDUCE_SEGMENT_ABOVE");
+    FLAGS_mpi_allreduce_segment_bytes = int64_t{1} << 20;
+    FLAGS_mpi_allreduce_segment_above = int64_t{16} << 20;
     const int64_t n = 1001;  // > 256 bytes in every dtype: segmented
     int variant = 0;
     for (DataType dt : AllDtypes()) {

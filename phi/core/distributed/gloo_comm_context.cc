@@ -25,6 +25,7 @@
 #include "phi/core/distributed/gloo_comm_context_internal.h"
 #include "phi/core/distributed/store/prefix_store.h"
 #include "phi/core/errors.h"
+#include "phi/core/flags.h"
 
 namespace phi {
 namespace distributed {
@@ -98,21 +99,18 @@ void IgnoreSigpipeOnce() {
   });
 }
 
-// Gloo's all-reduce algorithm for the sizes above the fused exchange. By default it goes by
-// size (AllReduceAlgorithmFor); PADDLE_GLOO_ALLREDUCE_ALGO=ring or halving_doubling (Gloo's
-// "bcube", base 2) fixes one. Every rank must choose the same. Read once per communicator
-// so that a benchmark can compare them. kAuto when unset.
+// Gloo's all-reduce algorithm for the sizes above the fused exchange (FLAGS_gloo_allreduce_algo,
+// flags.h): by size (AllReduceAlgorithmFor) unless the flag fixes one. Read once per
+// communicator so that a benchmark can compare them. kAutoAlgorithm: by size.
 constexpr int kAutoAlgorithm = -1;
-int AllReduceAlgorithmFromEnv() {
-  const char* v = std::getenv("PADDLE_GLOO_ALLREDUCE_ALGO");
-  if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return kAutoAlgorithm;
-  if (std::strcmp(v, "ring") == 0) {
-    return static_cast<int>(::gloo::AllreduceOptions::Algorithm::RING);
-  }
-  PADDLE_ENFORCE(std::strcmp(v, "halving_doubling") == 0,
-                 errors::InvalidArgument("PADDLE_GLOO_ALLREDUCE_ALGO='%s': expected 'auto', "
+int AllReduceAlgorithmFromFlag() {
+  const std::string& v = FLAGS_gloo_allreduce_algo;
+  if (v.empty() || v == "auto") return kAutoAlgorithm;
+  if (v == "ring") return static_cast<int>(::gloo::AllreduceOptions::Algorithm::RING);
+  PADDLE_ENFORCE(v == "halving_doubling",
+                 errors::InvalidArgument("FLAGS_gloo_allreduce_algo='%s': expected 'auto', "
                                          "'ring' or 'halving_doubling'",
-                                         v));
+                                         v.c_str()));
   return static_cast<int>(::gloo::AllreduceOptions::Algorithm::BCUBE);
 }
 
@@ -132,7 +130,7 @@ GlooCommContext::GlooCommContext(std::unique_ptr<GlooMesh> mesh,
       describe_(std::move(describe)),
       options_(std::move(options)),
       gid_(gid),
-      allreduce_algorithm_(AllReduceAlgorithmFromEnv()),
+      allreduce_algorithm_(AllReduceAlgorithmFromFlag()),
       exchange_(exchange_mesh_.get()) {}
 
 GlooCommContext::~GlooCommContext() = default;

@@ -290,8 +290,8 @@ class GlooCommContext : public CommContext {
   std::string describe_;
   GlooOptions options_;  // what the group was created with
   int gid_;
-  // PADDLE_GLOO_ALLREDUCE_ALGO, read at creation (see AllReduceAlgorithmFromEnv).
-  int allreduce_algorithm_;  // PADDLE_GLOO_ALLREDUCE_ALGO, or -1: by size
+  // FLAGS_gloo_allreduce_algo, read at creation (AllReduceAlgorithmFromFlag); -1: by size.
+  int allreduce_algorithm_;
   ::gloo::AllreduceOptions::Algorithm AllReduceAlgorithmFor(size_t bytes) const;
   mutable std::mutex broken_mu_;
   std::string broken_;  // the first failure's message; empty while usable

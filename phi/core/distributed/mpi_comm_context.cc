@@ -11,6 +11,7 @@
 #include "phi/core/distributed/cpu_reduce.h"
 #include "phi/core/distributed/mpi_comm_context_internal.h"
 #include "phi/core/distributed/store/prefix_store.h"
+#include "phi/core/flags.h"
 
 namespace phi {
 namespace distributed {
@@ -48,16 +49,11 @@ InitState& Init() {
   return *s;
 }
 
-// A byte count from the environment (read once per communicator; every rank must see the
-// same value, as with PADDLE_GLOO_ALLREDUCE_ALGO). Unset: `fallback`.
-size_t SizeFromEnv(const char* name, size_t fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  const long long x = std::strtoll(v, &end, 10);
-  PADDLE_ENFORCE(*end == '\0' && x >= 0,
-                 errors::InvalidArgument("%s='%s': expected a byte count >= 0", name, v));
-  return static_cast<size_t>(x);
+// A byte count from a flag (read once per communicator; every rank must set it alike).
+size_t BytesFromFlag(const char* name, int64_t v) {
+  PADDLE_ENFORCE(v >= 0, errors::InvalidArgument("FLAGS_%s=%lld: expected a byte count >= 0",
+                                                 name, static_cast<long long>(v)));
+  return static_cast<size_t>(v);
 }
 
 }  // namespace
@@ -173,8 +169,10 @@ MpiCommContext::MpiCommContext(MPI_Comm comm, int rank, int size,
   if (MPI_Comm_get_attr(comm_, MPI_TAG_UB, &ub, &flag) == MPI_SUCCESS && flag && ub) {
     tag_ub_ = *ub;
   }
-  segment_bytes_ = SizeFromEnv("PADDLE_MPI_ALLREDUCE_SEGMENT_BYTES", segment_bytes_);
-  segment_above_bytes_ = SizeFromEnv("PADDLE_MPI_ALLREDUCE_SEGMENT_ABOVE", segment_above_bytes_);
+  segment_bytes_ =
+      BytesFromFlag("mpi_allreduce_segment_bytes", FLAGS_mpi_allreduce_segment_bytes);
+  segment_above_bytes_ =
+      BytesFromFlag("mpi_allreduce_segment_above", FLAGS_mpi_allreduce_segment_above);
   int my_rank = -1;
   CheckMpi(MPI_Comm_rank(comm_, &my_rank), "MPI_Comm_rank", describe_);
   PADDLE_ENFORCE(my_rank == rank, errors::External("%s: MPI gave this process rank %d.",
@@ -310,13 +308,9 @@ const char* MpiCommContext::VariableAllGather(const void* send, size_t bytes, si
 }
 
 namespace {
-// PADDLE_MPI_NATIVE_COLLECTIVES=0: gather, scatter and all-to-all as the engine's grouped
-// sends and receives instead (read once; every rank must set it alike).
+// FLAGS_mpi_native_collectives (flags.h), read once per process.
 bool NativeCollectives() {
-  static const bool native = [] {
-    const char* v = std::getenv("PADDLE_MPI_NATIVE_COLLECTIVES");
-    return v == nullptr || std::string(v) != "0";
-  }();
+  static const bool native = FLAGS_mpi_native_collectives;
   return native;
 }
 }  // namespace

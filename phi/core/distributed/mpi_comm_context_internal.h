@@ -83,7 +83,7 @@ class MpiCommContext : public CommContext {
                                 std::vector<size_t>* lengths, Stream*) override;
   // MPI_Alltoallv, after the ranks agree on every pair's count (MPI_Alltoall of the counts,
   // then one MPI_Allreduce of "all mine match", so that every rank raises or none does).
-  // PADDLE_MPI_NATIVE_COLLECTIVES=0 turns it off, and the native gather and scatter (the
+  // FLAGS_mpi_native_collectives=false turns it off, and the native gather and scatter (the
   // engine's grouped sends and receives then; for comparing them).
   bool HasNativeGatherScatter() override;
   void Gather(const void* send, void* recv, int64_t count, DataType dtype, int root,
@@ -123,7 +123,7 @@ class MpiCommContext : public CommContext {
   std::string describe_;
   int tag_ub_ = 32767;  // MPI_TAG_UB of the communicator (the standard's minimum until read)
   // All-reduces of more than segment_above_bytes_ run as MPI_Allreduce calls of
-  // segment_bytes_ each (PADDLE_MPI_ALLREDUCE_SEGMENT_BYTES / _SEGMENT_ABOVE; 0 bytes: never).
+  // segment_bytes_ each (FLAGS_mpi_allreduce_segment_bytes / _above; 0 bytes: never).
   // Why: past ~24 MiB OpenMPI's own all-reduce on one node falls from ~4.5 to ~2 GB/s
   // (its scratch no longer fits the caches and is fresh memory per call), while 1 MiB pieces
   // keep ~3.8-4 GB/s (docs/benchmarks.md, "MPI backend").
