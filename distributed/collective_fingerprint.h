@@ -1,4 +1,4 @@
-// Debug check that every rank runs the same collective (FLAGS_check_collective_mismatch),
+// Debug check that every rank runs the same collective (FLAGS_collective_check=store),
 // in the manner of c10d's fingerprints: before each collective the ranks exchange op type,
 // sequence number, dtype, per-rank size and root through the store and compare.
 // A mismatch raises InvalidArgument on every rank, naming the ranks and both ops; a rank

@@ -6,7 +6,7 @@
 // (an exception on its I/O thread), and a rank whose checks failed would otherwise leave
 // the others hanging until their timeout. The record is always the same size, so the
 // check itself can never mismatch. Costs one small all-gather per collective;
-// FLAGS_check_collective_agreement=0 turns it off (then a size mismatch may abort in Gloo).
+// FLAGS_collective_check=off (or store) turns it off (then a size mismatch may abort in Gloo).
 #pragma once
 
 #include <array>

@@ -66,7 +66,7 @@ ProcessGroupWithStream::ProcessGroupWithStream(std::shared_ptr<phi::distributed:
                  phi::errors::InvalidArgument(
                      "A process group needs 0 <= rank < size, got rank %d, size %d.", rank,
                      size));
-  if (FLAGS_check_collective_mismatch && store_) {
+  if (phi::CollectiveCheckMode() == phi::CollectiveCheck::kStore && store_) {
     checker_ = std::make_unique<CollectiveFingerprintChecker>(store_, gid, rank, size, timeout_.load());
   }
   watch_ = std::make_shared<WatchTarget>(
@@ -306,7 +306,8 @@ std::vector<std::shared_ptr<phi::Event>> ProcessGroupWithStream::OrderLocked(
 }
 
 bool ProcessGroupWithStream::AgreesInBand(const phi::Place& place) const {
-  return FLAGS_check_collective_agreement && place.is_cpu() && GetSize() > 1;
+  return phi::CollectiveCheckMode() == phi::CollectiveCheck::kInBand && place.is_cpu() &&
+         GetSize() > 1;
 }
 
 ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place& place,

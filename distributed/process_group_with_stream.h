@@ -175,7 +175,7 @@ class ProcessGroupWithStream : public ProcessGroup {
   std::shared_ptr<FlightRecorder> recorder_;
   // This group as the watchdog sees it (retired first thing in the destructor).
   std::shared_ptr<WatchTarget> watch_;
-  // FLAGS_check_collective_mismatch: the store-based fingerprint check (names missing ranks).
+  // FLAGS_collective_check=store: the store-based fingerprint check (names missing ranks).
   std::unique_ptr<CollectiveFingerprintChecker> checker_;
   mutable std::once_flag describe_once_;
   mutable std::shared_ptr<const std::string> describe_;  // shared: tasks may outlive the group

@@ -6,6 +6,8 @@
 
 #include <glog/logging.h>
 
+#include "phi/core/errors.h"
+
 DEFINE_bool(comm_blocking_wait, false,
             "Task::Wait blocks the host until the op completes or its deadline passes");
 DEFINE_bool(nccl_blocking_wait, false, "NCCL name of comm_blocking_wait; either enables it");
@@ -14,11 +16,9 @@ DEFINE_int32(async_trace_count, 256, "Ops kept per group in the flight recorder"
 DEFINE_bool(eager_communication_connection, false,
             "Create communicators when a process group is constructed");
 DEFINE_bool(benchmark, false, "Synchronize after each collective");
-DEFINE_bool(check_collective_mismatch, false,
-            "Check that all ranks run the same collective (op, seq, dtype, size, root)");
-DEFINE_bool(check_collective_agreement, true,
-            "Before each CPU collective, compare what every rank runs (in-band, one small "
-            "all-gather) and raise on every rank when they differ");
+DEFINE_string(collective_check, "in_band",
+              "How ranks check that they run the same collective: in_band (CPU groups, one "
+              "small all-gather per op), store (every backend, through the store), or off");
 DEFINE_bool(comm_watchdog, true, "Run the comm watchdog thread (see flags.h)");
 DEFINE_string(comm_watchdog_action, "abort",
               "What the watchdog does on a timeout nobody was told of: abort, fail or log");
@@ -43,6 +43,15 @@ DEFINE_int32(max_pending_stream_frees, 4096,
              "Deferred frees kept before the allocator waits on the oldest");
 
 namespace phi {
+
+CollectiveCheck CollectiveCheckMode() {
+  const std::string& v = FLAGS_collective_check;
+  if (v == "in_band") return CollectiveCheck::kInBand;
+  if (v == "store") return CollectiveCheck::kStore;
+  if (v == "off") return CollectiveCheck::kOff;
+  PADDLE_THROW(errors::InvalidArgument(
+      "FLAGS_collective_check='%s': expected 'in_band', 'store' or 'off'.", v.c_str()));
+}
 
 int SetFlagsFromEnv() {
   std::vector<gflags::CommandLineFlagInfo> flags;

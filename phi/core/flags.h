@@ -16,13 +16,23 @@ DECLARE_int32(async_trace_count);
 DECLARE_bool(eager_communication_connection);
 // Synchronize after every collective (debugging, benchmarks).
 DECLARE_bool(benchmark);
-// Compare every collective's fingerprint across ranks through the store before issuing it
-// (debugging aid: names mismatched and missing ranks; one store round trip per op).
-DECLARE_bool(check_collective_mismatch);
-// Before each collective of a CPU engine, all-gather a small record of what every rank runs
-// and raise on every rank when they differ (distributed/op_agreement.h). On by default:
-// without it a size mismatch can abort the process inside Gloo.
-DECLARE_bool(check_collective_agreement);
+// How the ranks check that they run the same collective (op, dtype, size, reduce op, root),
+// raising on every rank when they do not:
+//  - "in_band" (the default): before each collective of a CPU engine, all-gather a small
+//    record of what every rank runs (distributed/op_agreement.h; small all-reduces carry it
+//    in their own exchange). Without a check a size mismatch can abort inside Gloo.
+//  - "store": compare every collective's fingerprint through the store before issuing it, on
+//    every backend, NCCL included (distributed/collective_fingerprint.h: also names a rank
+//    that never arrives; one store round trip per op, a debugging aid).
+//  - "off": no check (the shared-memory path still compares each op's signature in its
+//    first step).
+// Read when a group is made (store) and per op (in_band).
+DECLARE_string(collective_check);
+namespace phi {
+enum class CollectiveCheck { kInBand, kStore, kOff };
+// FLAGS_collective_check parsed; InvalidArgument naming the value when it is none of them.
+CollectiveCheck CollectiveCheckMode();
+}  // namespace phi
 // The comm watchdog (distributed/watchdog.h): one thread per process watches every in-flight
 // op of every group, publishes each group's progress through its store and, when an op is
 // past its group's timeout and nobody has been told, writes a report naming the ranks that

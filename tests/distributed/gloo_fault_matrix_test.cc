@@ -206,7 +206,7 @@ TEST(GlooFaultMatrix, AllReduceSizesDifferAcrossRanks) {
 // first has already closed its connection, Unavailable. Both at once, neither hangs.
 TEST(GlooFaultMatrix, LargeAllReduceSizesDifferWithTheCheckOff) {
   Matrix(2, [](const RankContext& ctx) {
-    FLAGS_check_collective_agreement = false;
+    FLAGS_collective_check = "off";
     FLAGS_cpu_shm_transport = false;
     ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, std::chrono::seconds(10));
     DenseTensor t = Filled(DataType::FLOAT32, ctx.rank == 0 ? 100000 : 50000, 1.0);
@@ -244,7 +244,7 @@ TEST(GlooFaultMatrix, LargeAllReduceSizesDifferWithTheCheckOff) {
 TEST(GlooFaultMatrix, SharedMemoryCallsDifferWithTheCheckOff) {
   for (int world : {2, 3}) {
     Matrix(world, [](const RankContext& ctx) {
-      FLAGS_check_collective_agreement = false;
+      FLAGS_collective_check = "off";
       FLAGS_cpu_shm_transport = true;
       ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, std::chrono::seconds(10));
       // Rank 1 all-reduces half as much as the others; each rank names the first that differs.
@@ -518,7 +518,7 @@ TEST(GlooFaultMatrix, BackgroundConnectsDoNotQueueBehindTheProgramsStoreWaits) {
 TEST(GlooFaultMatrix, MismatchChecksAfterP2PAndOnReduceOpAndRoot) {
   for (bool store_check : {false, true}) {
     Matrix(3, [store_check](const RankContext& ctx) {
-      FLAGS_check_collective_mismatch = store_check;
+      FLAGS_collective_check = store_check ? "store" : "in_band";
       ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, std::chrono::seconds(10));
       DenseTensor t = Filled(DataType::FLOAT32, 4, 1.0);
       if (ctx.rank == 0) pg.Send(t, 1, true);

@@ -202,7 +202,7 @@ TEST(GlooFaults, WaitHonoursItsDeadlineAndTheOpCanStillFinish) {
 
 TEST(GlooFaults, MismatchedCollectivesAreNamedOnEveryRank) {
   RunRanks(3, [](const RankContext& ctx) {
-    FLAGS_check_collective_mismatch = true;
+    FLAGS_collective_check = "store";
     ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 3, std::chrono::seconds(10));
     DenseTensor t = MakeInput(DataType::FLOAT32, 8, ctx.rank, ReduceOp::SUM);
     pg.AllReduce(&t, t, {}, true);  // agreeing ops pass the check
@@ -226,7 +226,7 @@ TEST(GlooFaults, MismatchedCollectivesAreNamedOnEveryRank) {
 
 TEST(GlooFaults, CollectiveCheckNamesTheRankThatNeverArrives) {
   RunRanks(3, [](const RankContext& ctx) {
-    FLAGS_check_collective_mismatch = true;
+    FLAGS_collective_check = "store";
     ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 4, std::chrono::seconds(2));
     DenseTensor t = MakeInput(DataType::FLOAT32, 8, ctx.rank, ReduceOp::SUM);
     if (ctx.rank == 2) {

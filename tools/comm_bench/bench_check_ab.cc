@@ -1,5 +1,5 @@
 // "ours, check off": the same all-reduce through our engine with the in-band agreement check
-// off (FLAGS_check_collective_agreement=0 around each op), timed in the rounds that time ours
+// off (FLAGS_collective_check=off around each op), timed in the rounds that time ours
 // with the check on, so the check's cost is measured in one run (--check_ab).
 #include <gflags/gflags.h>
 
@@ -27,11 +27,11 @@ class EngineWithoutCheck : public RawAllReduce {
   }
   void Run(int iters) override {
     // Every rank flips the flag around the same ops, so they all run them unchecked.
-    const bool was = FLAGS_check_collective_agreement;
-    FLAGS_check_collective_agreement = false;
+    const std::string was = FLAGS_collective_check;
+    FLAGS_collective_check = "off";
     const distributed::AllreduceOptions ar{op_, 1.0};
     for (int i = 0; i < iters; ++i) pg_->AllReduce(in_place_ ? &in_ : &out_, in_, ar, true);
-    FLAGS_check_collective_agreement = was;
+    FLAGS_collective_check = was;
   }
 
  private:

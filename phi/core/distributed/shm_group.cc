@@ -384,7 +384,7 @@ void ShmGroup::CheckSignatures() const {
     }
     PADDLE_THROW(errors::InvalidArgument(
         "%s: the ranks' calls of a shared-memory collective differ: %s (with "
-        "FLAGS_check_collective_agreement off only this cheaper check compares them)",
+        "FLAGS_collective_check other than in_band only this cheaper check compares them)",
         describe_.c_str(), detail.c_str()));
   }
 }

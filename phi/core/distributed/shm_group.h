@@ -99,7 +99,7 @@ class ShmGroup {
   // The op the following steps belong to, and its deadline (the group's timeout from now):
   // named in every error. Its signature (`what`, `bytes`, `root`; pass 0 and -1 where ranks
   // legitimately differ) travels with the op's first step and is compared there: calls that
-  // differ (possible with FLAGS_check_collective_agreement off) raise InvalidArgument on every
+  // differ (possible with FLAGS_collective_check other than in_band) raise InvalidArgument on every
   // rank at the same step, leaving the group usable, instead of desynchronising it.
   void BeginOp(const char* what, uint64_t bytes, int root);
 
