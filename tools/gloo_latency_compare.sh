@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The CPU backend against Gloo's own algorithms, OpenMPI and torch's gloo backend, every engine
-# in processes of its own, side by side in one session (issues 15 and 29).
+# in processes of its own, side by side in one session.
 #
 #   tools/gloo_latency_compare.sh [--build DIR] [--sizes 8,1K,...] [--reps N] [--nproc N]
 #                                 [--out FILE.md]

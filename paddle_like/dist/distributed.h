@@ -1,5 +1,5 @@
 // paddle_like::dist: the torch.distributed-style API that model code and framework glue call
-// (first part of issue 11: init and world, groups, the tensor collectives, Work). Names are
+// (init and world, groups, the tensor collectives, Work). Names are
 // the seed's (snake_case); Python's keyword arguments are option structs with defaults.
 //
 //   dist::init_process_group({.backend = "gloo"});          // env:// by default

@@ -1,4 +1,4 @@
-// The misuse and fault matrix of issue 9: valid programs that once deadlocked, and bad
+// The misuse and fault matrix: valid programs that once deadlocked, and bad
 // input that once killed a rank, wrote outside a tensor or left ranks hanging. Every case
 // runs on real processes over real Gloo sockets, and every case asserts through Matrix()
 // that no rank died by a signal and none was killed for hanging: a signal is a failure
