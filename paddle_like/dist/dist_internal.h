@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,6 +48,14 @@ class FutureCompletions {
   std::vector<std::shared_ptr<FutureState>> pending_;
   bool started_ = false;
 };
+
+// Backend configs (backend_config.cc). Lower-case copy of `s`.
+std::string Lower(std::string s);
+// "cpu:gloo,cuda:nccl" where NCCL is built, else "cpu:gloo".
+std::string DefaultBackendConfig();
+// "gloo" -> {cpu: gloo}; "cpu:gloo,cuda:nccl" -> both. Unknown backends and devices a
+// backend does not serve raise InvalidArgument.
+std::map<std::string, std::string> ParseBackendConfig(const std::string& config);
 
 // The group a collective runs on (null: the world), or null when this rank is not in it:
 // the call then does nothing and returns a null Work (warned once per process).

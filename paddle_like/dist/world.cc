@@ -1,13 +1,10 @@
 // Process-wide state of paddle_like::dist: the world group, the groups made since, and the
 // group-id counter that new_group() advances in the same order on every rank.
 #include <algorithm>
-#include <cctype>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include <glog/logging.h>
-#include <pthread.h>
 
 #include "distributed/backend_registry.h"
 #include "distributed/process_group_with_stream.h"
@@ -26,241 +23,6 @@ namespace dist {
 
 using distributed::BackendOptions;
 using distributed::BackendRegistry;
-
-// ------------------------------------------------------------------ Work
-Work::Work(distributed::ProcessGroup::TaskPtr task, std::shared_ptr<Group> group,
-           std::vector<DenseTensor> results, std::function<void()> on_done)
-    : task_(std::move(task)),
-      timeout_(group->timeout()),
-      results_(std::move(results)),
-      group_(std::move(group)),
-      on_done_(std::move(on_done)) {}
-
-void Work::abort() {
-  const std::string why = "Work::abort() by the program";
-  // The task first: aborting the communicators wakes the op blocked on them at once, and
-  // its network error must not become the op's outcome before the abort does.
-  task_->Abort(why);
-  group_->abort_backends(why);
-}
-
-bool Work::wait(std::chrono::milliseconds timeout) {
-  if (timeout >= std::chrono::milliseconds::zero()) {
-    // A bound of the caller's: poll, so that running out leaves the op as it is (the
-    // task's own Wait treats its timeout as the op's failure).
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    auto pause = std::chrono::microseconds(50);
-    while (!task_->IsCompleted()) {
-      if (std::chrono::steady_clock::now() >= deadline) return false;
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::microseconds(1000));
-    }
-  }
-  try {
-    task_->Wait(timeout_);  // complete (or the group's timeout): raises the op's error
-  } catch (...) {
-    error_ = std::current_exception();
-    throw;
-  }
-  if (on_done_) std::call_once(done_once_, on_done_);
-  return true;
-}
-
-bool Work::is_completed() { return task_->IsCompleted(); }
-
-bool Work::is_success() {
-  if (!is_completed()) return false;
-  if (error_) return false;
-  try {
-    task_->Wait(timeout_);  // complete: returns at once, or rethrows the op's error
-    return true;
-  } catch (...) {
-    error_ = std::current_exception();
-    return false;
-  }
-}
-
-std::exception_ptr Work::exception() {
-  is_success();
-  return error_;
-}
-
-int Work::source_rank() const { return task_->source_rank(); }
-
-std::shared_ptr<Future> Work::get_future() {
-  auto state = std::make_shared<FutureState>();
-  state->work = shared_from_this();
-  return std::make_shared<Future>(std::move(state));
-}
-
-Future::Future(std::shared_ptr<FutureState> state) : state_(std::move(state)) {}
-
-std::shared_ptr<Future> Future::then(std::function<void(Work&)> callback) {
-  auto next = std::make_shared<FutureState>();
-  next->work = state_->work;
-  next->before = state_;
-  next->callback = std::move(callback);
-  FutureCompletions::Instance().Watch(next);
-  return std::make_shared<Future>(std::move(next));
-}
-
-void Future::wait() {
-  state_->Complete();
-  if (state_->error) std::rethrow_exception(state_->error);
-}
-
-bool Future::done() const { return state_->phase.load() == FutureState::kDone; }
-
-// ------------------------------------------------------------------ future completion
-bool FutureState::Ready() const {
-  if (before && before->phase.load() != kDone && !before->Ready()) return false;
-  return work->is_completed();
-}
-
-void FutureState::Complete() {
-  if (before) before->Complete();  // its callback first, in this thread if nobody ran it
-  int expected = kPending;
-  if (phase.compare_exchange_strong(expected, kRunning)) {
-    try {
-      if (callback) {
-        callback(*work);
-      } else {
-        work->wait();
-      }
-    } catch (...) {
-      error = std::current_exception();
-    }
-    {
-      std::lock_guard<std::mutex> lk(mu);
-      phase.store(kDone);
-    }
-    cv.notify_all();
-    return;
-  }
-  std::unique_lock<std::mutex> lk(mu);
-  cv.wait(lk, [this] { return phase.load() == kDone; });
-}
-
-FutureCompletions& FutureCompletions::Instance() {
-  // Never destroyed: its thread outlives static users. A forked child has no thread: the
-  // fork handlers keep the lock consistent and let the child start its own.
-  static auto* completions = [] {
-    auto* c = new FutureCompletions();
-    pthread_atfork([] { Instance().mu_.lock(); }, [] { Instance().mu_.unlock(); },
-                   [] {
-                     FutureCompletions& self = Instance();
-                     self.started_ = false;
-                     self.pending_.clear();  // the parent's ops: not this process's
-                     self.mu_.unlock();
-                   });
-    return c;
-  }();
-  return *completions;
-}
-
-void FutureCompletions::Watch(std::shared_ptr<FutureState> state) {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    pending_.push_back(std::move(state));
-    if (!started_) {
-      started_ = true;
-      std::thread([this] { Loop(); }).detach();
-    }
-  }
-  cv_.notify_one();
-}
-
-// Polls the pending callbacks' ops, sleeping longer while nothing ends (50 us up to 2 ms):
-// a waiter runs its callback itself at once, so this only bounds how late a callback nobody
-// waits for runs.
-void FutureCompletions::Loop() {
-  auto pause = std::chrono::microseconds(50);
-  std::unique_lock<std::mutex> lk(mu_);
-  for (;;) {
-    cv_.wait(lk, [this] { return !pending_.empty(); });
-    std::vector<std::shared_ptr<FutureState>> ready;
-    for (auto it = pending_.begin(); it != pending_.end();) {
-      const int phase = (*it)->phase.load();
-      if (phase == FutureState::kDone || phase == FutureState::kRunning) {
-        it = pending_.erase(it);  // a waiter took it
-      } else if ((*it)->Ready()) {
-        ready.push_back(std::move(*it));
-        it = pending_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    lk.unlock();
-    for (auto& state : ready) state->Complete();
-    if (ready.empty()) {
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::microseconds(2000));
-    } else {
-      pause = std::chrono::microseconds(50);
-    }
-    lk.lock();
-  }
-}
-
-// ------------------------------------------------------------------ backend configs
-namespace {
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
-std::string DefaultConfig() {
-  return BackendRegistry::Instance().Has("nccl") ? "cpu:gloo,cuda:nccl" : "cpu:gloo";
-}
-
-// "gloo" -> {cpu: gloo}; "cpu:gloo,cuda:nccl" -> both. Unknown backends and devices a
-// backend does not serve raise InvalidArgument.
-std::map<std::string, std::string> ParseBackendConfig(const std::string& config) {
-  auto& registry = BackendRegistry::Instance();
-  std::map<std::string, std::string> by_device;
-  auto need = [&](const std::string& backend) {
-    PADDLE_ENFORCE(registry.Has(backend),
-                   phi::errors::InvalidArgument(
-                       "Backend '%s' is not available in this build (available: %s).",
-                       backend.c_str(), [&] {
-                         std::string all;
-                         for (const auto& n : registry.Names()) all += (all.empty() ? "" : ", ") + n;
-                         return all;
-                       }().c_str()));
-  };
-  if (config.find(':') == std::string::npos) {
-    const std::string backend = Lower(config);
-    need(backend);
-    for (const auto& device : registry.Devices(backend)) by_device[device] = backend;
-    return by_device;
-  }
-  std::stringstream items(config);
-  std::string item;
-  while (std::getline(items, item, ',')) {
-    const size_t colon = item.find(':');
-    PADDLE_ENFORCE(colon != std::string::npos && colon > 0 && colon + 1 < item.size(),
-                   phi::errors::InvalidArgument(
-                       "Backend config '%s': each item is device:backend, but one is '%s'.",
-                       config.c_str(), item.c_str()));
-    const std::string device = Lower(item.substr(0, colon));
-    const std::string backend = Lower(item.substr(colon + 1));
-    need(backend);
-    const auto devices = registry.Devices(backend);
-    PADDLE_ENFORCE(std::find(devices.begin(), devices.end(), device) != devices.end(),
-                   phi::errors::InvalidArgument(
-                       "Backend config '%s': backend '%s' does not serve device '%s'.",
-                       config.c_str(), backend.c_str(), device.c_str()));
-    PADDLE_ENFORCE(by_device.count(device) == 0,
-                   phi::errors::InvalidArgument("Backend config '%s' names device '%s' twice.",
-                                                config.c_str(), device.c_str()));
-    by_device[device] = backend;
-  }
-  return by_device;
-}
-
-}  // namespace
 
 // ------------------------------------------------------------------ Group
 Group::Group(std::string name, int gid, std::vector<int> ranks, int rank, std::string config,
@@ -347,7 +109,7 @@ class World {
                    phi::errors::PreconditionNotMet(
                        "init_process_group() was already called; destroy_process_group() "
                        "first."));
-    const std::string config = o.backend.empty() ? DefaultConfig() : o.backend;
+    const std::string config = o.backend.empty() ? DefaultBackendConfig() : o.backend;
     auto by_device = ParseBackendConfig(config);
     std::shared_ptr<Store> store = o.store;
     int rank = o.rank, size = o.world_size;
@@ -641,7 +403,7 @@ void set_timeout(std::chrono::milliseconds timeout, const GroupPtr& group) {
 }
 
 std::string get_default_backend_for_device(const std::string& device) {
-  auto by_device = ParseBackendConfig(DefaultConfig());
+  auto by_device = ParseBackendConfig(DefaultBackendConfig());
   auto it = by_device.find(Lower(device));
   PADDLE_ENFORCE(it != by_device.end(),
                  phi::errors::InvalidArgument("No backend serves device '%s' in this build.",
