@@ -49,7 +49,7 @@ class FutureCompletions {
   bool started_ = false;
 };
 
-// Backend configs (backend_config.cc). Lower-case copy of `s`.
+// Backend configs (backends.cc). Lower-case copy of `s`.
 std::string Lower(std::string s);
 // "cpu:gloo,cuda:nccl" where NCCL is built, else "cpu:gloo".
 std::string DefaultBackendConfig();

@@ -1,5 +1,8 @@
-// Backend configs: a backend name ("gloo") or a device map ("cpu:gloo,cuda:nccl"), parsed
-// against the backend registry.
+// Backends as paddle_like::dist sees them: configs (a backend name, "gloo", or a device map,
+// "cpu:gloo,cuda:nccl") parsed against the backend registry, and the registration of new
+// backends (register_backend, load_backend_plugin).
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cctype>
 #include <sstream>
@@ -66,6 +69,33 @@ std::map<std::string, std::string> ParseBackendConfig(const std::string& config)
     by_device[device] = backend;
   }
   return by_device;
+}
+
+void load_backend_plugin(const std::string& path) {
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  PADDLE_ENFORCE_NOT_NULL(handle, phi::errors::InvalidArgument(
+                                      "load_backend_plugin: cannot load '%s': %s", path.c_str(),
+                                      dlerror()));
+  using Init = void (*)();
+  auto init = reinterpret_cast<Init>(dlsym(handle, "paddle_like_backend_plugin_init"));
+  if (init == nullptr) {
+    dlclose(handle);
+    PADDLE_THROW(phi::errors::InvalidArgument(
+        "load_backend_plugin: '%s' has no paddle_like_backend_plugin_init().", path.c_str()));
+  }
+  init();  // the library stays loaded: its backend's creator lives in it
+}
+
+void register_backend(const std::string& name, distributed::BackendCreator creator,
+                      const std::vector<std::string>& devices) {
+  // ':' and ',' separate the items of a backend config ("cpu:gloo,cuda:nccl").
+  PADDLE_ENFORCE(!name.empty() && name.find_first_of(":,") == std::string::npos,
+                 phi::errors::InvalidArgument(
+                     "register_backend: a backend name must be a single non-empty identifier "
+                     "(no ':' or ','), got '%s'.",
+                     name.c_str()));
+  distributed::BackendRegistry::Instance().Register(
+      name, std::move(creator), devices.empty() ? std::vector<std::string>{"cpu"} : devices);
 }
 
 }  // namespace dist
