@@ -7,7 +7,7 @@
 #
 # usage: tools/elastic_trials.sh [--trials N] [--build-dir DIR] [--heartbeat-only]
 #   --heartbeat-only   the launcher does not mark deaths in the store
-#                      (PADDLE_ELASTIC_NO_MARK=1): the survivors find the death by its
+#                      (launch --no_dead_mark): the survivors find the death by its
 #                      heartbeat stopping alone (deadline 2 s here).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -29,18 +29,18 @@ TRAIN="$BUILD_DIR/tools/train_fashion_mnist/train_fashion_mnist"
 STEPS=200
 ARGS=(--epochs 1 --max_steps "$STEPS" --hidden 128 --log_every 1000 --verify_steps 0 --elastic
       --heartbeat_deadline_ms 2000)
-ENV=()
-((HEARTBEAT_ONLY)) && ENV=(PADDLE_ELASTIC_NO_MARK=1)
+LAUNCH_ARGS=(--elastic)
+((HEARTBEAT_ONLY)) && LAUNCH_ARGS+=(--no_dead_mark)
 accuracy() { grep -o 'test accuracy: [0-9.]*' | tail -1 | grep -o '[0-9.]*$'; }
 
-base=$(env "${ENV[@]}" "$LAUNCH" --elastic --nproc_per_node 4 -- "$TRAIN" "${ARGS[@]}" 2>&1 | accuracy)
+base=$("$LAUNCH" "${LAUNCH_ARGS[@]}" --nproc_per_node 4 -- "$TRAIN" "${ARGS[@]}" 2>&1 | accuracy)
 echo "uninterrupted: test accuracy $base%"
 passed=0
 times=()
 for ((t = 1; t <= TRIALS; ++t)); do
   rank=$((RANDOM % 4))
   step=$((1 + RANDOM % (STEPS - 2)))
-  out=$(env "${ENV[@]}" "$LAUNCH" --elastic --nproc_per_node 4 -- "$TRAIN" "${ARGS[@]}" \
+  out=$("$LAUNCH" "${LAUNCH_ARGS[@]}" --nproc_per_node 4 -- "$TRAIN" "${ARGS[@]}" \
         --kill_rank "$rank" --kill_step "$step" 2>&1) && status=0 || status=$?
   acc=$(accuracy <<<"$out" || true)
   secs=$(grep -o 'shrunk in [0-9.]* s' <<<"$out" | grep -o '[0-9.]*' | head -1 || true)

@@ -54,6 +54,9 @@ const char* LaunchUsage() {
          "  --elastic            a rank killed by a signal does not stop the others: it is\n"
          "                       reported, marked dead in the store (elastic/dead/R, which\n"
          "                       DataParallel's elastic mode reads) and the job goes on\n"
+         "  --no_dead_mark       with --elastic, do not mark a dead rank: the survivors find\n"
+         "                       it by its heartbeat stopping (slower; what a rank on a lost\n"
+         "                       node gets)\n"
          "  --no_store           host no store and leave PADDLE_STORE_HOSTED unset: rank 0\n"
          "                       hosts the store on MASTER_PORT, as plain env:// expects\n"
          "                       (torch.distributed's own TCPStore, paddle_like.torch_backend);\n"
@@ -92,6 +95,10 @@ LaunchOptions ParseLaunchOptions(int argc, char** argv) {
     }
     if (a == "--elastic") {
       o.elastic = true;
+      continue;
+    }
+    if (a == "--no_dead_mark") {
+      o.no_dead_mark = true;
       continue;
     }
     if (a == "--no_store" || a == "--no-store") {

@@ -17,6 +17,7 @@ struct LaunchOptions {
   double grace_s = 5.0;     // SIGTERM -> SIGKILL grace period
   bool quiet = false;       // no "launch: ..." progress lines on success
   bool elastic = false;     // a rank killed by a signal does not stop the others
+  bool no_dead_mark = false;  // --elastic: leave a dead rank to the survivors' heartbeat check
   bool no_store = false;    // --no_store: host no store; rank 0 hosts one (plain env://)
   std::string backend;      // "mpi": the job is started by mpirun (RunMpiJob)
   std::vector<std::string> command;  // the rank program and its arguments

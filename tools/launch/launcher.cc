@@ -229,14 +229,9 @@ int MsUntil(Clock::time_point t) {
 }  // namespace
 
 // --elastic: tells the survivors at once that `rank` is gone (elastic/dead/<rank> in the
-// job's store), instead of leaving them to notice its heartbeat stop.
-// PADDLE_ELASTIC_NO_MARK=1 skips it (tools/elastic_trials.sh --heartbeat-only measures the
-// heartbeat path).
+// job's store), instead of leaving them to notice its heartbeat stop (--no_dead_mark: they do).
 void MarkDead(const LaunchOptions& o, int port, int rank) {
-  if (o.no_store) return;  // no store of ours to mark it in
-  if (const char* off = std::getenv("PADDLE_ELASTIC_NO_MARK"); off && std::string(off) == "1") {
-    return;
-  }
+  if (o.no_store || o.no_dead_mark) return;  // no store of ours, or left to the heartbeat
   try {
     phi::distributed::TCPStore store(o.master_addr.empty() ? "127.0.0.1" : o.master_addr,
                                      static_cast<uint16_t>(port), /*is_master=*/false,
@@ -247,174 +242,239 @@ void MarkDead(const LaunchOptions& o, int port, int rank) {
   }
 }
 
-int RunJob(const LaunchOptions& o) {
-  InstallSignalHandlers();
-  const pid_t self = ::getpid();
+namespace {
 
-  // A single-node job gets a fresh shared secret for its store unless one is set; a
-  // multi-node job uses PADDLE_STORE_TOKEN as given (the same on every node).
-  if (o.nnodes == 1 && phi::distributed::StoreTokenFromEnv().empty()) {
-    static const char* hex = "0123456789abcdef";
-    std::string token;
-    for (uint8_t b : phi::distributed::RandomBytes(16)) {
-      token += hex[b >> 4];
-      token += hex[b & 15];
-    }
-    ::setenv(phi::distributed::kStoreTokenEnv, token.c_str(), 1);
+// A single-node job gets a fresh shared secret for its store unless one is set; a multi-node
+// job uses PADDLE_STORE_TOKEN as given (the same on every node).
+void EnsureStoreToken(const LaunchOptions& o) {
+  if (o.nnodes != 1 || !phi::distributed::StoreTokenFromEnv().empty()) return;
+  static const char* hex = "0123456789abcdef";
+  std::string token;
+  for (uint8_t b : phi::distributed::RandomBytes(16)) {
+    token += hex[b >> 4];
+    token += hex[b & 15];
   }
+  ::setenv(phi::distributed::kStoreTokenEnv, token.c_str(), 1);
+}
 
-  std::unique_ptr<phi::distributed::TCPStoreServer> server;
-  int port = o.master_port;
-  if (o.no_store && port == 0) {
-    // --no_store: a free port for rank 0's own store, bound and released here (rank 0 binds
-    // it again moments later). Taken below the kernel's usual ephemeral range (32768+), so
-    // that no outgoing connection is handed it meanwhile; the kernel's choice if none is free.
-    uint64_t pick = 0;
-    for (uint8_t b : phi::distributed::RandomBytes(8)) pick = (pick << 8) | b;
-    for (int attempt = 0; attempt < 64 && port == 0; ++attempt) {
-      pick = pick * 6364136223846793005ULL + 1442695040888963407ULL;
-      const int candidate = 20000 + static_cast<int>((pick >> 33) % 12000);
-      try {
-        phi::distributed::TCPStoreServer probe;
-        probe.Start(o.master_addr, static_cast<uint16_t>(candidate));
-        port = probe.port();
-      } catch (const std::exception&) {
-      }
-    }
-    if (port == 0) {
-      phi::distributed::TCPStoreServer probe;
-      try {
-        probe.Start(o.master_addr, 0);
-      } catch (const std::exception& e) {
-        Say(std::string("cannot find a free port: ") + e.what());
-        return 1;
-      }
-      port = probe.port();
-    }
-  } else if (o.node_rank == 0 && !o.no_store) {
-    server = std::make_unique<phi::distributed::TCPStoreServer>();
+// --no_store without a port: a free port for rank 0's own store, bound and released here
+// (rank 0 binds it again moments later). Taken below the kernel's usual ephemeral range
+// (32768+), so that no outgoing connection is handed it meanwhile; the kernel's choice if none
+// is free. 0 when there is none at all.
+int PickFreePort(const LaunchOptions& o) {
+  uint64_t pick = 0;
+  for (uint8_t b : phi::distributed::RandomBytes(8)) pick = (pick << 8) | b;
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    pick = pick * 6364136223846793005ULL + 1442695040888963407ULL;
+    const int candidate = 20000 + static_cast<int>((pick >> 33) % 12000);
     try {
-      server->Start(o.master_addr, static_cast<uint16_t>(o.master_port));
-    } catch (const std::exception& e) {
-      Say(std::string("cannot host the store: ") + e.what());
-      return 1;
+      phi::distributed::TCPStoreServer probe;
+      probe.Start(o.master_addr, static_cast<uint16_t>(candidate));
+      return probe.port();
+    } catch (const std::exception&) {
     }
-    port = server->port();
   }
+  phi::distributed::TCPStoreServer probe;
+  try {
+    probe.Start(o.master_addr, 0);
+  } catch (const std::exception& e) {
+    Say(std::string("cannot find a free port: ") + e.what());
+    return 0;
+  }
+  return probe.port();
+}
 
-  // Where the ranks' comm watchdogs dump their flight recorders on a timeout; after the job
-  // the launcher compares the dumps (tools/fr_trace) when a rank ended by its watchdog.
+// Where the ranks' comm watchdogs dump their flight recorders on a timeout (FLAGS_comm_dump_dir
+// unless set); after the job the launcher compares the dumps when a rank ended by its watchdog.
+std::string SetDumpDir(const LaunchOptions& o) {
   if (const char* set = std::getenv("FLAGS_comm_dump_dir"); !set || !*set) {
-    std::string dir = o.log_dir.empty() ? "/tmp/paddle_like_fr_" + std::to_string(self)
+    std::string dir = o.log_dir.empty() ? "/tmp/paddle_like_fr_" + std::to_string(::getpid())
                                         : o.log_dir + "/flight_recorder";
     ::setenv("FLAGS_comm_dump_dir", dir.c_str(), 1);
   }
-  const std::string dump_dir = std::getenv("FLAGS_comm_dump_dir");
+  return std::getenv("FLAGS_comm_dump_dir");
+}
 
-  std::vector<Rank> ranks(o.nproc_per_node);
-  if (!o.log_dir.empty() && !MakeDirs(o.log_dir)) {
-    Say("cannot create --log_dir '" + o.log_dir + "': " + std::strerror(errno));
-    return 1;
+// One run of the job on this node: the ranks, and what the launcher has done to them.
+class Job {
+ public:
+  explicit Job(const LaunchOptions& o)
+      : o_(o),
+        ranks_(static_cast<size_t>(o.nproc_per_node)),
+        grace_(std::chrono::milliseconds(static_cast<int64_t>(o.grace_s * 1000))) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%g", o.grace_s);
+    grace_text_ = buf;
   }
-  if (!o.quiet) {
-    Say(std::to_string(o.nproc_per_node) + " rank(s) on node " + std::to_string(o.node_rank) +
-        " of " + std::to_string(o.nnodes) + ", world size " + std::to_string(o.world_size()) +
-        ", store " + (server ? "hosted" : o.no_store ? "left to rank 0" : "reached") + " at " + o.master_addr + ":" +
-        std::to_string(port));
-  }
 
-  bool stopping = false;       // the ranks have been told to stop
-  bool killed = false;         // SIGKILL sent
-  int stop_signal = 0;         // the signal that stopped the launcher
-  int first_failed = -1;       // index into ranks
-  Clock::time_point kill_at{};
-  auto grace = std::chrono::milliseconds(static_cast<int64_t>(o.grace_s * 1000));
-  char grace_buf[32];
-  std::snprintf(grace_buf, sizeof(grace_buf), "%g", o.grace_s);
-  const std::string grace_text = grace_buf;
+  // The store (hosted here on node 0, a port picked for rank 0 with --no_store, or reached).
+  bool StartStore();
+  // Forks every rank; a rank that cannot start stops the others.
+  void SpawnRanks();
+  // Reaps, relays output and forwards signals until every rank has ended.
+  void Supervise();
+  // Kills what the ranks left behind, closes the relays, stops the store.
+  void CleanUp();
+  // Names the watchdog's findings when a rank was ended by it.
+  void ReportWatchdogEnds(const std::string& dump_dir) const;
+  // The job's exit status.
+  int ExitStatus() const;
 
-  auto stop_all = [&](int sig) {
-    stopping = true;
-    kill_at = Clock::now() + grace;
-    for (auto& r : ranks) {
-      if (r.running) r.Signal(sig);
+ private:
+  void StopAll(int sig);
+  int Reap();                   // returns how many ranks are still running
+  void KillAfterGrace(int alive);
+  void OnSignals();             // the self-pipe is readable
+
+  const LaunchOptions& o_;
+  std::unique_ptr<phi::distributed::TCPStoreServer> server_;
+  int port_ = 0;
+  std::vector<Rank> ranks_;
+  bool stopping_ = false;  // the ranks have been told to stop
+  bool killed_ = false;    // SIGKILL sent
+  int stop_signal_ = 0;    // the signal that stopped the launcher
+  int first_failed_ = -1;  // index into ranks_
+  Clock::time_point kill_at_{};
+  std::chrono::milliseconds grace_;
+  std::string grace_text_;
+};
+
+bool Job::StartStore() {
+  port_ = o_.master_port;
+  if (o_.no_store && port_ == 0) {
+    port_ = PickFreePort(o_);
+    if (port_ == 0) return false;
+  } else if (o_.node_rank == 0 && !o_.no_store) {
+    server_ = std::make_unique<phi::distributed::TCPStoreServer>();
+    try {
+      server_->Start(o_.master_addr, static_cast<uint16_t>(o_.master_port));
+    } catch (const std::exception& e) {
+      Say(std::string("cannot host the store: ") + e.what());
+      return false;
     }
-  };
+    port_ = server_->port();
+  }
+  if (!o_.quiet) {
+    Say(std::to_string(o_.nproc_per_node) + " rank(s) on node " + std::to_string(o_.node_rank) +
+        " of " + std::to_string(o_.nnodes) + ", world size " + std::to_string(o_.world_size()) +
+        ", store " + (server_ ? "hosted" : o_.no_store ? "left to rank 0" : "reached") + " at " +
+        o_.master_addr + ":" + std::to_string(port_));
+  }
+  return true;
+}
 
-  for (int i = 0; i < o.nproc_per_node; ++i) {
-    Rank& r = ranks[i];
+void Job::StopAll(int sig) {
+  stopping_ = true;
+  kill_at_ = Clock::now() + grace_;
+  for (auto& r : ranks_) {
+    if (r.running) r.Signal(sig);
+  }
+}
+
+void Job::SpawnRanks() {
+  const pid_t self = ::getpid();
+  for (int i = 0; i < o_.nproc_per_node; ++i) {
+    Rank& r = ranks_[static_cast<size_t>(i)];
     r.local_rank = i;
-    r.rank = o.node_rank * o.nproc_per_node + i;
-    if (!o.log_dir.empty()) {
-      std::string path = o.log_dir + "/rank_" + std::to_string(r.rank) + ".log";
+    r.rank = o_.node_rank * o_.nproc_per_node + i;
+    if (!o_.log_dir.empty()) {
+      std::string path = o_.log_dir + "/rank_" + std::to_string(r.rank) + ".log";
       r.log_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       if (r.log_fd < 0) Say("cannot open " + path + ": " + std::strerror(errno));
     }
-    auto env = RankEnvironment(o, r.rank, r.local_rank, o.master_addr, port);
-    if (!Spawn(&r, o.command, env, self)) {
+    auto env = RankEnvironment(o_, r.rank, r.local_rank, o_.master_addr, port_);
+    if (!Spawn(&r, o_.command, env, self)) {
       Say("cannot start rank " + std::to_string(r.rank) + ": " + std::strerror(errno));
-      first_failed = i;
-      stop_all(SIGTERM);
-      break;
+      first_failed_ = i;
+      StopAll(SIGTERM);
+      return;
     }
   }
+}
 
+int Job::Reap() {
+  int alive = 0;
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    Rank& r = ranks_[i];
+    if (!r.running) continue;
+    int st = 0;
+    // WUNTRACED/WCONTINUED: a stopped rank keeps its sockets open and its peers only see
+    // silence until their timeout; the launcher, which sees the stop, names it at once.
+    pid_t w = ::waitpid(r.pid, &st, WNOHANG | WUNTRACED | WCONTINUED);
+    if (w == r.pid && (WIFSTOPPED(st) || WIFCONTINUED(st))) {
+      r.stopped = WIFSTOPPED(st);
+      Say("rank " + std::to_string(r.rank) +
+          (r.stopped ? " was stopped by " + SignalName(WSTOPSIG(st)) +
+                           "; its peers will time out waiting for it"
+                     : " was continued"));
+      ++alive;
+    } else if (w == r.pid) {
+      r.running = false;
+      r.status = st;
+      // What it wrote before it ended comes before the launcher's word on it.
+      for (OutputRelay* rl : {r.out.get(), r.err.get()}) {
+        if (rl && rl->open()) rl->OnReadable();
+      }
+      bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+      if (!ok && !stopping_ && o_.elastic && WIFSIGNALED(st)) {
+        r.died = true;
+        Say("rank " + std::to_string(r.rank) + " " + DescribeStatus(st) +
+            "; elastic: the other ranks go on without it");
+        MarkDead(o_, port_, r.rank);
+      } else if (!ok && !stopping_) {
+        first_failed_ = static_cast<int>(i);
+        Say("rank " + std::to_string(r.rank) + " " + DescribeStatus(st) +
+            (ranks_.size() > 1 ? "; stopping the other ranks" : ""));
+        StopAll(SIGTERM);
+      }
+    } else {
+      ++alive;
+    }
+  }
+  return alive;
+}
+
+void Job::KillAfterGrace(int alive) {
+  if (!stopping_ || killed_ || alive == 0 || Clock::now() < kill_at_) return;
+  for (auto& r : ranks_) {
+    if (r.running) {
+      Say("rank " + std::to_string(r.rank) + " still running " + grace_text_ +
+          " s after SIGTERM; sending SIGKILL");
+    }
+  }
+  for (auto& r : ranks_) r.Signal(SIGKILL);
+  killed_ = true;
+}
+
+void Job::OnSignals() {
+  unsigned char sigs[64];
+  ssize_t got;
+  while ((got = ::read(g_signal_pipe[0], sigs, sizeof(sigs))) > 0) {
+    for (ssize_t k = 0; k < got; ++k) {
+      int sig = sigs[k];
+      if (sig == SIGCHLD) continue;  // reaped at the top of the loop
+      if (!stopping_) {
+        stop_signal_ = sig;
+        Say("received " + SignalName(sig) + "; forwarding it to every rank");
+        StopAll(sig);
+      } else if (!killed_) {
+        Say("received " + SignalName(sig) + " again; sending SIGKILL to every rank");
+        for (auto& r : ranks_) r.Signal(SIGKILL);
+        killed_ = true;
+      }
+    }
+  }
+}
+
+void Job::Supervise() {
   std::optional<Clock::time_point> drain_until;
   for (;;) {
-    // Reap.
-    int alive = 0;
-    for (size_t i = 0; i < ranks.size(); ++i) {
-      Rank& r = ranks[i];
-      if (!r.running) continue;
-      int st = 0;
-      // WUNTRACED/WCONTINUED: a stopped rank keeps its sockets open and its peers only see
-      // silence until their timeout; the launcher, which sees the stop, names it at once.
-      pid_t w = ::waitpid(r.pid, &st, WNOHANG | WUNTRACED | WCONTINUED);
-      if (w == r.pid && (WIFSTOPPED(st) || WIFCONTINUED(st))) {
-        r.stopped = WIFSTOPPED(st);
-        Say("rank " + std::to_string(r.rank) +
-            (r.stopped ? " was stopped by " + SignalName(WSTOPSIG(st)) +
-                             "; its peers will time out waiting for it"
-                       : " was continued"));
-        ++alive;
-      } else if (w == r.pid) {
-        r.running = false;
-        r.status = st;
-        // What it wrote before it ended comes before the launcher's word on it.
-        for (OutputRelay* rl : {r.out.get(), r.err.get()}) {
-          if (rl && rl->open()) rl->OnReadable();
-        }
-        bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-        if (!ok && !stopping && o.elastic && WIFSIGNALED(st)) {
-          r.died = true;
-          Say("rank " + std::to_string(r.rank) + " " + DescribeStatus(st) +
-              "; elastic: the other ranks go on without it");
-          MarkDead(o, port, r.rank);
-        } else if (!ok && !stopping) {
-          first_failed = static_cast<int>(i);
-          Say("rank " + std::to_string(r.rank) + " " + DescribeStatus(st) +
-              (ranks.size() > 1 ? "; stopping the other ranks" : ""));
-          stop_all(SIGTERM);
-        }
-      } else {
-        ++alive;
-      }
-    }
-    if (stopping && !killed && alive > 0 && Clock::now() >= kill_at) {
-      for (auto& r : ranks) {
-        if (r.running) {
-          Say("rank " + std::to_string(r.rank) + " still running " + grace_text +
-              " s after SIGTERM; sending SIGKILL");
-        }
-      }
-      for (auto& r : ranks) r.Signal(SIGKILL);
-      killed = true;
-    }
-
+    const int alive = Reap();
+    KillAfterGrace(alive);
     std::vector<pollfd> fds;
     std::vector<OutputRelay*> relays;
     fds.push_back({g_signal_pipe[0], POLLIN, 0});
-    for (auto& r : ranks) {
+    for (auto& r : ranks_) {
       for (OutputRelay* rl : {r.out.get(), r.err.get()}) {
         if (rl && rl->open()) {
           fds.push_back({rl->fd(), POLLIN, 0});
@@ -425,57 +485,43 @@ int RunJob(const LaunchOptions& o) {
     if (alive == 0) {
       // Every rank is gone; output still in the pipes is drained, but a descendant that
       // keeps a pipe open cannot hold the launcher for long.
-      if (relays.empty()) break;
+      if (relays.empty()) return;
       if (!drain_until) drain_until = Clock::now() + std::chrono::seconds(1);
-      if (Clock::now() >= *drain_until) break;
+      if (Clock::now() >= *drain_until) return;
     }
     int timeout = -1;
-    if (stopping && !killed && alive > 0) timeout = MsUntil(kill_at);
+    if (stopping_ && !killed_ && alive > 0) timeout = MsUntil(kill_at_);
     if (drain_until) timeout = MsUntil(*drain_until);
     int n = ::poll(fds.data(), fds.size(), timeout);
     if (n < 0 && errno != EINTR) {
       std::perror("launch: poll");
-      break;
+      return;
     }
     if (n <= 0) continue;
-    if (fds[0].revents & POLLIN) {
-      unsigned char sigs[64];
-      ssize_t got;
-      while ((got = ::read(g_signal_pipe[0], sigs, sizeof(sigs))) > 0) {
-        for (ssize_t k = 0; k < got; ++k) {
-          int sig = sigs[k];
-          if (sig == SIGCHLD) continue;  // reaped at the top of the loop
-          if (!stopping) {
-            stop_signal = sig;
-            Say("received " + SignalName(sig) + "; forwarding it to every rank");
-            stop_all(sig);
-          } else if (!killed) {
-            Say("received " + SignalName(sig) + " again; sending SIGKILL to every rank");
-            for (auto& r : ranks) r.Signal(SIGKILL);
-            killed = true;
-          }
-        }
-      }
-    }
+    if (fds[0].revents & POLLIN) OnSignals();
     for (size_t k = 1; k < fds.size(); ++k) {
       if (fds[k].revents & (POLLIN | POLLHUP | POLLERR)) relays[k - 1]->OnReadable();
     }
   }
+}
 
+void Job::CleanUp() {
   // A rank's own descendants (a shell's children) go too when the job failed or was stopped.
-  if (stopping) {
-    for (auto& r : ranks) {
+  if (stopping_) {
+    for (auto& r : ranks_) {
       if (r.pgroup && r.pid > 0) ::kill(-r.pid, SIGKILL);
     }
   }
-  for (auto& r : ranks) {
+  for (auto& r : ranks_) {
     r.out.reset();
     r.err.reset();
     if (r.log_fd >= 0) ::close(r.log_fd);
   }
-  if (server) server->Stop();
+  if (server_) server_->Stop();
+}
 
-  for (const auto& r : ranks) {
+void Job::ReportWatchdogEnds(const std::string& dump_dir) const {
+  for (const auto& r : ranks_) {
     if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == distributed::kWatchdogExitCode) {
       try {
         Say("rank " + std::to_string(r.rank) + " was ended by its comm watchdog; the flight "
@@ -483,22 +529,24 @@ int RunJob(const LaunchOptions& o) {
       } catch (const std::exception& e) {
         Say(std::string("a rank was ended by its comm watchdog; no analysis: ") + e.what());
       }
-      break;
+      return;
     }
   }
+}
 
-  if (first_failed >= 0) {
-    const Rank& r = ranks[first_failed];
+int Job::ExitStatus() const {
+  if (first_failed_ >= 0) {
+    const Rank& r = ranks_[static_cast<size_t>(first_failed_)];
     if (r.pid <= 0) return 1;
     Say("job failed: rank " + std::to_string(r.rank) + " " + DescribeStatus(r.status));
     return ExitCodeOf(r.status) != 0 ? ExitCodeOf(r.status) : 1;
   }
-  if (stop_signal != 0) {
-    Say("job stopped by " + SignalName(stop_signal));
-    return 128 + stop_signal;
+  if (stop_signal_ != 0) {
+    Say("job stopped by " + SignalName(stop_signal_));
+    return 128 + stop_signal_;
   }
   int finished = 0;
-  for (const auto& r : ranks) {
+  for (const auto& r : ranks_) {
     if (r.died) continue;  // --elastic: reported when it happened
     if (!(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0)) return ExitCodeOf(r.status);
     ++finished;
@@ -507,11 +555,30 @@ int RunJob(const LaunchOptions& o) {
     Say("job failed: every rank died");
     return 1;
   }
-  if (finished < static_cast<int>(ranks.size()) && !o.quiet) {
-    Say("elastic: " + std::to_string(finished) + " of " + std::to_string(ranks.size()) +
+  if (finished < static_cast<int>(ranks_.size()) && !o_.quiet) {
+    Say("elastic: " + std::to_string(finished) + " of " + std::to_string(ranks_.size()) +
         " rank(s) finished");
   }
   return 0;
+}
+
+}  // namespace
+
+int RunJob(const LaunchOptions& o) {
+  InstallSignalHandlers();
+  EnsureStoreToken(o);
+  Job job(o);
+  if (!job.StartStore()) return 1;
+  const std::string dump_dir = SetDumpDir(o);
+  if (!o.log_dir.empty() && !MakeDirs(o.log_dir)) {
+    Say("cannot create --log_dir '" + o.log_dir + "': " + std::strerror(errno));
+    return 1;
+  }
+  job.SpawnRanks();
+  job.Supervise();
+  job.CleanUp();
+  job.ReportWatchdogEnds(dump_dir);
+  return job.ExitStatus();
 }
 
 }  // namespace launch
