@@ -4,11 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <set>
 #include <thread>
 
 #include "phi/core/distributed/store/store_auth.h"
+#include "phi/core/distributed/store/tcp_store_host_internal.h"
 #include "phi/core/distributed/store/tcp_utils.h"
 #include "phi/core/errors.h"
 #include "phi/core/flags.h"
@@ -39,64 +38,6 @@ std::string KeyList(const std::vector<std::string>& keys) {
   for (size_t i = 0; i < keys.size() && i < 16; ++i) s += (i ? ", " : "") + Quote(keys[i]);
   if (keys.size() > 16) s += ", ... (" + std::to_string(keys.size()) + " keys)";
   return s;
-}
-
-// The clients and masters of this process, so a master can tell which of its server's
-// connections belong to other processes.
-struct InProcessStores {
-  std::mutex mu;
-  std::multiset<std::string> client_endpoints;
-  std::set<TCPStore*> masters;
-  pid_t masters_pid = 0;  // a forked child inherits the set but not the servers' threads
-};
-InProcessStores& Registry() {
-  static auto* r = new InProcessStores;  // never destroyed: used from exit paths
-  return *r;
-}
-
-// Connections of `server` from clients of other processes that still use the store: one
-// that waits for a key, or sent something lately. A rank that still runs talks to the store
-// at least every watchdog tick (its progress), so a connection silent for several ticks is
-// a rank that is gone or cut off, which the store cannot help any more. Caller holds
-// Registry().mu.
-size_t LiveClientsOfOtherProcesses(const TCPStoreServer& server) {
-  const std::chrono::milliseconds silent_after(
-      std::max(2000, 4 * FLAGS_comm_watchdog_interval_ms));
-  size_t n = 0;
-  for (const auto& c : server.Clients()) {
-    if (!c.endpoint.empty() && Registry().client_endpoints.count(c.endpoint)) continue;
-    if (c.waiting || c.idle < silent_after) ++n;
-  }
-  return n;
-}
-
-// Polls `count` (called with Registry().mu held) until it is 0 or the linger time passed.
-template <typename Count>
-void LingerWhile(const std::string& who, Count count) {
-  const auto started = Clock::now();
-  const auto deadline = started + std::chrono::seconds(std::max(0, FLAGS_store_host_linger_s));
-  size_t n = 0;
-  bool announced = false;
-  for (;;) {
-    {
-      std::lock_guard<std::mutex> lock(Registry().mu);
-      n = count();
-    }
-    if (n == 0) break;
-    if (!announced) {
-      VLOG(1) << who << ": " << n << " client(s) of other processes still use it; serving "
-              << "them for up to " << FLAGS_store_host_linger_s << " s before going";
-      announced = true;
-    }
-    if (Clock::now() >= deadline) {
-      LOG(WARNING) << who << ": goes with " << n << " client(s) of other processes still "
-                   << "using it after " << MsSince(started) << " ms (FLAGS_store_host_linger_s="
-                   << FLAGS_store_host_linger_s << ")";
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (announced) VLOG(1) << who << ": the last client left after " << MsSince(started) << " ms";
 }
 
 Frame MakeRequest(Command cmd, std::vector<std::string> keys = {},
@@ -135,15 +76,7 @@ TCPStore::TCPStore(const TCPStoreOptions& o)
   Connect();
   if (o.world_size > 0) WaitForWorkers(o.world_size);
   // Registered only once constructed: a constructor that throws runs no destructor.
-  if (o.is_master && linger_) {
-    std::lock_guard<std::mutex> lock(Registry().mu);
-    Registry().masters.insert(this);
-    Registry().masters_pid = getpid();
-    // A master is often never destroyed (a process group kept in a leaked registry holds
-    // it): a normal exit keeps it for the other processes too.
-    static const bool hooked = (std::atexit([] { KeepHostedStoresForOtherProcesses(); }), true);
-    (void)hooked;
-  }
+  if (o.is_master && linger_) storehost::RegisterMaster(this);
 }
 
 std::shared_ptr<Store> TCPStore::Clone() {
@@ -159,39 +92,17 @@ std::shared_ptr<Store> TCPStore::Clone() {
 TCPStore::~TCPStore() {
   CloseSocket();
   if (server_) {
-    {
-      std::lock_guard<std::mutex> lock(Registry().mu);
-      Registry().masters.erase(this);
-    }
+    storehost::UnregisterMaster(this);
     if (linger_) LingerWhileOtherProcessesAreConnected();
   }
   server_.reset();  // the master's server goes last: the other ranks may still be talking
-}
-
-void TCPStore::LingerWhileOtherProcessesAreConnected() {
-  LingerWhile("store host " + Where(), [this] { return LiveClientsOfOtherProcesses(*server_); });
-}
-
-void TCPStore::KeepHostedStoresForOtherProcesses() {
-  {
-    std::lock_guard<std::mutex> lock(Registry().mu);
-    if (Registry().masters.empty() || Registry().masters_pid != getpid()) return;
-  }
-  LingerWhile("store host(s) of this process", [] {
-    size_t n = 0;
-    for (TCPStore* m : Registry().masters) n += LiveClientsOfOtherProcesses(*m->server_);
-    return n;
-  });
 }
 
 std::string TCPStore::Where() const { return "TCPStore " + tcputils::HostPort(host_, port_); }
 
 void TCPStore::CloseSocket() {
   if (!local_endpoint_.empty()) {
-    std::lock_guard<std::mutex> lock(Registry().mu);
-    auto& endpoints = Registry().client_endpoints;
-    auto it = endpoints.find(local_endpoint_);
-    if (it != endpoints.end()) endpoints.erase(it);
+    storehost::ForgetClientEndpoint(local_endpoint_);
     local_endpoint_.clear();
   }
   if (fd_ >= 0) close(fd_);
@@ -221,8 +132,7 @@ void TCPStore::Connect() {
       rbuf_.clear();
       local_endpoint_ = tcputils::Endpoint(fd, /*peer=*/false);
       if (!local_endpoint_.empty()) {
-        std::lock_guard<std::mutex> lock(Registry().mu);
-        Registry().client_endpoints.insert(local_endpoint_);
+        storehost::NoteClientEndpoint(local_endpoint_);
       }
       try {
         Frame hello = ReadFrame(attempt_deadline, "connect", started);
