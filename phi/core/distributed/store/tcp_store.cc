@@ -10,7 +10,6 @@
 #include "phi/core/distributed/store/tcp_store_host_internal.h"
 #include "phi/core/distributed/store/tcp_utils.h"
 #include "phi/core/errors.h"
-#include "phi/core/flags.h"
 
 namespace phi {
 namespace distributed {
