@@ -13,12 +13,11 @@
 #include <cstring>
 #include <fstream>
 #include <future>
-#include <map>
 #include <set>
-#include <sstream>
 #include <thread>
 #include <vector>
 
+#include "distributed/rank_progress.h"
 #include "phi/core/distributed/store/tcp_store.h"
 #include "phi/core/errors.h"
 #include "phi/core/flags.h"
@@ -33,84 +32,9 @@ using Clock = std::chrono::steady_clock;
 std::atomic<bool> g_dump_requested{false};
 void OnSigusr1(int) { g_dump_requested.store(true); }  // lock-free atomic: signal-safe
 
-int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string ProgressKey(int rank) { return "wd/" + std::to_string(rank); }
 // Set by a rank that timed out: every rank of the group dumps its flight recorder, so the
 // dumps can be compared (tools/fr_trace), the ranks that did not time out included.
 const char* kDumpRequestKey = "wd/dump_request";
-
-bool Pending(const FlightRecorder::Entry& e) {
-  TaskStatus s = e.state->status.load();
-  return (s == TaskStatus::kIssued || s == TaskStatus::kStarted) && !e.state->aborted.load();
-}
-
-// Not finished well: still running, or failed (a Gloo op ends itself at the timeout; if
-// nobody waits on it, nobody hears of it but the watchdog).
-bool Stuck(const FlightRecorder::Entry& e) {
-  return Pending(e) || e.state->status.load() == TaskStatus::kFailed;
-}
-
-// One rank's published progress.
-struct Progress {
-  bool present = false;
-  int64_t issued = 0, completed = 0, wall_ms = 0, pending_seq = -1;
-  std::string pending;  // the oldest pending op, "" when none
-};
-
-// A rank's progress from its flight recorder's `entries`: the last issued and completed
-// collective seqs (a P2P op carries the last collective's), and its oldest stuck op, which is
-// returned in `oldest` when asked for.
-Progress LocalProgress(const std::vector<FlightRecorder::Entry>& entries,
-                       const FlightRecorder::Entry** oldest = nullptr) {
-  Progress p;
-  p.present = true;
-  p.wall_ms = WallMs();
-  const FlightRecorder::Entry* first_stuck = nullptr;
-  for (const auto& e : entries) {
-    p.issued = std::max<int64_t>(p.issued, e.desc.seq);
-    if (Stuck(e)) {
-      if (!first_stuck) first_stuck = &e;
-    } else if (e.state->status.load() == TaskStatus::kCompleted && !e.desc.is_p2p()) {
-      p.completed = std::max<int64_t>(p.completed, e.desc.seq);
-    }
-  }
-  if (first_stuck) {
-    p.pending_seq = static_cast<int64_t>(first_stuck->desc.seq);
-    p.pending = first_stuck->desc.ToString() + ", " +
-                TaskStatusName(first_stuck->state->status.load());
-  }
-  if (oldest) *oldest = first_stuck;
-  return p;
-}
-
-std::string Encode(int64_t beat, const Progress& p) {
-  std::ostringstream s;
-  s << beat << " " << p.issued << " " << p.completed << " " << p.wall_ms << " " << p.pending_seq
-    << "|" << p.pending;
-  return s.str();
-}
-
-Progress Decode(const std::string& v) {
-  Progress p;
-  size_t bar = v.find('|');
-  std::istringstream s(v.substr(0, bar));
-  int64_t beat = 0;
-  if (!(s >> beat >> p.issued >> p.completed >> p.wall_ms >> p.pending_seq)) return p;
-  p.present = true;
-  if (bar != std::string::npos) p.pending = v.substr(bar + 1);
-  return p;
-}
-
-std::string RankList(const std::vector<int>& ranks) {
-  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-  return s;
-}
 
 bool MakeDir(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) return true;
@@ -301,61 +225,6 @@ class Watchdog {
   std::mutex tick_mu_;  // held by a tick; the atexit hook takes it to stop the loop
   bool exiting_ = false;
 };
-
-std::string ProgressReport(phi::distributed::Store& store, int size, const OpDesc& op,
-                           int self_rank, const FlightRecorder& self) {
-  std::ostringstream msg;
-  std::map<std::string, std::vector<int>> at;  // position -> ranks
-  std::vector<int> behind, missing, silent;
-  const int64_t now = WallMs();
-  const int64_t stale_ms = 3 * FLAGS_comm_watchdog_interval_ms + 1000;
-  for (int r = 0; r < size; ++r) {
-    Progress p;
-    try {
-      if (r == self_rank) {
-        p = LocalProgress(self.Snapshot());  // this rank's own: as of now
-      } else if (store.check({ProgressKey(r)})) {
-        p = Decode(store.get_string(ProgressKey(r)));
-      }
-    } catch (const std::exception& e) {
-      msg << " (cannot read rank " << r << "'s progress: " << e.what() << ")";
-    }
-    if (!p.present) {
-      missing.push_back(r);
-      continue;
-    }
-    if (now - p.wall_ms > stale_ms) silent.push_back(r);
-    std::string position =
-        p.pending_seq >= 0
-            ? "at seq " + std::to_string(p.pending_seq) + " (" + p.pending + ")"
-            : "at seq " + std::to_string(p.completed) +
-                  " (nothing pending: it has not issued seq " + std::to_string(p.completed + 1) +
-                  ")";
-    at[position].push_back(r);
-    if (!op.is_p2p() && p.issued < static_cast<int64_t>(op.seq)) behind.push_back(r);
-  }
-  if (op.is_p2p()) {
-    // Only the two ends take part: the peer is the one to look at.
-    msg << "\n  Peer of this point-to-point op: "
-        << (op.peer >= 0 && op.peer < size ? "rank " + std::to_string(op.peer) : "unknown")
-        << ".";
-  } else {
-    // A rank that never published is behind too, as far as anyone can tell.
-    std::vector<int> all_behind = behind;
-    all_behind.insert(all_behind.end(), missing.begin(), missing.end());
-    std::sort(all_behind.begin(), all_behind.end());
-    msg << "\n  Ranks behind (have not issued seq " << op.seq
-        << "): " << (all_behind.empty() ? "none" : RankList(all_behind)) << ".";
-  }
-  for (auto& [position, ranks] : at) {
-    msg << "\n  " << RankList(ranks) << (ranks.size() == 1 ? " is " : " are ") << position << ";";
-  }
-  msg << "\n  Never published progress (never joined, or died before): "
-      << (missing.empty() ? "none" : RankList(missing)) << ".";
-  msg << "\n  No heartbeat for more than " << stale_ms << " ms (dead or hung): "
-      << (silent.empty() ? "none" : RankList(silent)) << ".";
-  return msg.str();
-}
 
 std::string WatchTarget::ReportFor(const OpDesc& op, std::chrono::milliseconds budget) {
   if (!watched_.load()) return "";

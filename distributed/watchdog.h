@@ -25,6 +25,7 @@
 #include <string>
 
 #include "distributed/flight_recorder.h"
+#include "distributed/rank_progress.h"
 #include "phi/core/distributed/store/store.h"
 
 namespace paddle_like {
@@ -68,16 +69,6 @@ class WatchTarget {
   std::atomic<bool> watched_{false};  // registered: the heartbeat publishes its progress
   std::atomic<int64_t> published_ms_{0};  // wall clock of the last heartbeat the store took
 };
-
-// Who is behind on `op` of a group of `size` ranks, from the progress each rank published on
-// the watchdog's heartbeat: for a collective the ranks that have not issued its collective
-// seq ("Ranks behind (have not issued seq 4): rank 2."), for a point-to-point op its peer;
-// then each distinct position with its ranks, the ranks that never published, and those
-// whose heartbeat stopped. Reads only published keys (check, then get): never waits for one.
-// Rank `self_rank`'s own progress is taken from its flight recorder `self`, as of now.
-// Starts with a newline.
-std::string ProgressReport(phi::distributed::Store& store, int size, const OpDesc& op,
-                           int self_rank, const FlightRecorder& self);
 
 // Registers `target` with the process's watchdog (started on first use; a no-op when
 // FLAGS_comm_watchdog is off).
