@@ -61,6 +61,9 @@ DECLARE_int32(gloo_spin_us);
 // segment instead of loopback TCP (phi/core/distributed/shm_group.h). Every rank must have it
 // on; off on any rank keeps that group on the network.
 DECLARE_bool(cpu_shm_transport);
+// The shared-memory segment's slot per rank, in KiB (0, the default: 256 KiB up to 32 ranks,
+// less beyond). Read when a group's segment is made; rank 0's value sizes it.
+DECLARE_int32(cpu_shm_slot_kb);
 // Gloo's all-reduce algorithm for the sizes above the fused exchange on a network path:
 // "auto" (by size: halving-doubling, ring from 32 MiB on two ranks and 4 MiB on more),
 // "ring" or "halving_doubling" (Gloo's bcube, base 2). Read when a communicator is made;

@@ -70,17 +70,12 @@ size_t MetaStride(int n) { return RoundUp((static_cast<size_t>(n) + 2) * sizeof(
 size_t SlotOffset(int n) { return MetaOffset(n) + RoundUp(2 * n * MetaStride(n), kPage); }
 
 // 256 KiB per rank and set up to 32 ranks, less beyond (the segment stays <= 16 MiB), never
-// below `min_bytes`. PADDLE_SHM_SLOT_KB overrides it (benchmarks).
+// below `min_bytes`. FLAGS_cpu_shm_slot_kb overrides it (flags.h).
 size_t SlotBytesFor(int n, size_t min_bytes) {
-  // Why 256 KiB: the slots a piece touches then stay in cache. 4 ranks, float32 sum (mean
-  // of 3 rounds, docs/benchmarks.md): 4 MiB 1.51 ms with 256 KiB slots against 1.70 with
-  // 1 MiB, 64 MiB 33.6 against 39.4 ms; 128 KiB is no faster and 256 KiB all-reduces then
-  // take two pieces. Two ranks: within 5% from 128 KiB to 1 MiB.
+  // Why 256 KiB: the slots a piece touches then stay in cache (docs/benchmarks.md, "Slot
+  // size"); smaller slots split mid-size all-reduces into more pieces.
   size_t s = std::min<size_t>(size_t{256} << 10, (size_t{8} << 20) / static_cast<size_t>(n));
-  if (const char* v = std::getenv("PADDLE_SHM_SLOT_KB")) {
-    long kb = std::atol(v);
-    if (kb > 0) s = static_cast<size_t>(kb) << 10;
-  }
+  if (FLAGS_cpu_shm_slot_kb > 0) s = static_cast<size_t>(FLAGS_cpu_shm_slot_kb) << 10;
   return RoundUp(std::max(s, min_bytes), kPage);
 }
 
