@@ -6,11 +6,11 @@
 
 #include <vector>
 
+#include "dist_gpu_test_util.h"
 #include "gpu_test_util.h"
 #include "paddle_like/dist/distributed.h"
 #include "paddle_like/parallel/data_parallel.h"
 #include "paddle_like/parallel/grad_bucket.h"
-#include "phi/core/distributed/store/hash_store.h"
 
 namespace paddle_like {
 namespace testing {
@@ -28,19 +28,10 @@ std::vector<float> Back(const phi::DenseTensor& t) {
   return std::vector<float>(host.data<float>(), host.data<float>() + host.numel());
 }
 
-void InitNccl() {
-  dist::InitOptions o;
-  o.backend = "nccl";
-  o.store = std::make_shared<phi::distributed::HashStore>(std::chrono::seconds(30));
-  o.rank = 0;
-  o.world_size = 1;
-  o.device_id = 0;
-  dist::init_process_group(o);
-}
 
 TEST(DataParallelOnGpu, BroadcastCoalescedAndBucketHooksStayOnTheDevice) {
   PADDLE_LIKE_REQUIRE_GPU();
-  InitNccl();
+  InitNcclWorldOfOne();
   phi::DenseTensor a = OnGpu({1, 2, 3}), b = OnGpu({4, 5});
   BroadcastCoalesced({&a, &b}, 0, /*buffer_size=*/8, dist::world());  // several chunks
   EXPECT_EQ(Back(a), (std::vector<float>{1, 2, 3}));

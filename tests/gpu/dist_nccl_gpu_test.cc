@@ -9,29 +9,20 @@
 #include <vector>
 
 #include "distributed/process_group_options.h"
+#include "dist_gpu_test_util.h"
 #include "gpu_test_util.h"
 #include "paddle_like/dist/distributed.h"
 #include "paddle_like/dist/object_collectives.h"
 #include "phi/core/cuda_stream.h"
-#include "phi/core/distributed/store/hash_store.h"
 
 namespace paddle_like {
 namespace testing {
 namespace {
 
-void InitNccl() {
-  dist::InitOptions o;
-  o.backend = "nccl";
-  o.store = std::make_shared<phi::distributed::HashStore>(std::chrono::seconds(30));
-  o.rank = 0;
-  o.world_size = 1;
-  o.device_id = 0;
-  dist::init_process_group(o);
-}
 
 TEST(DistOnNccl, ObjectCollectivesStageThroughTheDevice) {
   PADDLE_LIKE_REQUIRE_GPU();
-  InitNccl();
+  InitNcclWorldOfOne();
   std::vector<std::string> objs{"alpha", std::string(3000, 'x')};
   dist::broadcast_object_list(&objs, dist::GroupRank{0});
   ASSERT_EQ(objs.size(), 2u);
@@ -47,7 +38,7 @@ TEST(DistOnNccl, ObjectCollectivesStageThroughTheDevice) {
 
 TEST(DistOnNccl, PgOptionsGiveAHighPriorityCommStream) {
   PADDLE_LIKE_REQUIRE_GPU();
-  InitNccl();
+  InitNcclWorldOfOne();
   auto o = std::make_shared<distributed::ProcessGroupNCCLOptions>();
   o->is_high_priority_stream = true;
   dist::NewGroupOptions go;
