@@ -202,10 +202,10 @@ void RunDirectly(EnvConvention c) {
 }
 
 // Two simulated nodes of two ranks: a hierarchical group (each node's pair over shared
-// memory, the two leaders over the network). Its all-reduce, every dtype and reduce op, from
-// the sizes the fused exchange carries to the ones the hierarchy carries, against comm_bench's
-// reference; every rank says it took the hierarchical path.
-TEST(MultiNode, HierarchicalAllReduceEveryDtypeAndOpOnTwoNodesOfTwo) {
+// memory, the two leaders over the network). Every collective of comm_bench, in every dtype
+// with a reduce op each, from the sizes the fused exchange carries to the ones the hierarchy
+// carries, against comm_bench's reference; every rank says it took the hierarchical path.
+TEST(MultiNode, HierarchicalGroupEveryCollectiveDtypeAndOpOnTwoNodesOfTwo) {
   SimCluster cluster(2);
   REQUIRE_SIM_CLUSTER(cluster);
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -219,7 +219,7 @@ TEST(MultiNode, HierarchicalAllReduceEveryDtypeAndOpOnTwoNodesOfTwo) {
           node,
           {LAUNCH_BIN, "--nnodes", "2", "--node_rank", std::to_string(node),
            "--nproc_per_node", "2", "--master_addr", cluster.addr(0), "--master_port", kPort,
-           "--", COMM_BENCH_BIN, "-c", "allreduce", "-b", "8", "-e", "1M", "-f", "32", "-n",
+           "--", COMM_BENCH_BIN, "-c", "all", "-b", "8", "-e", "1M", "-f", "32", "-n",
            "2", "-w", "1", "-d", dtype, "-o", op, "--timeout_s", "30"},
           env));
     }

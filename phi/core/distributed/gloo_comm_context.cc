@@ -131,7 +131,7 @@ GlooCommContext::GlooCommContext(std::unique_ptr<GlooMesh> mesh,
       options_(std::move(options)),
       gid_(gid),
       allreduce_algorithm_(AllReduceAlgorithmFromFlag()),
-      exchange_(exchange_mesh_.get()) {}
+      exchange_(exchange_mesh_.get(), options_.socket_fast_paths) {}
 
 GlooCommContext::~GlooCommContext() = default;
 
@@ -171,7 +171,9 @@ ShmGroup* GlooCommContext::Shm() {
 size_t GlooCommContext::GatheredAllReduceLimit() const {
   if (shm_state_ == ShmState::kOn) return ShmGroup::kGatheredAllReduceBytes;
   constexpr size_t kTwoRankLimit = size_t{128} << 10;
-  return GetSize() == 2 && allreduce_algorithm_ == kAutoAlgorithm ? kTwoRankLimit : SIZE_MAX;
+  return GetSize() == 2 && allreduce_algorithm_ == kAutoAlgorithm && options_.socket_fast_paths
+             ? kTwoRankLimit
+             : SIZE_MAX;
 }
 
 const char* GlooCommContext::VariableAllGather(const void* send, size_t bytes, size_t* stride,
@@ -389,7 +391,7 @@ void GlooCommContext::RunAllReduce(const void* send, void* recv, int64_t count, 
     CpuAllReduceGathered(p.dtype, red.op, all, exchange_.Stride(), GetSize(), p.count, recv);
     return;
   }
-  if (GetSize() == 2 && allreduce_algorithm_ == kAutoAlgorithm) {
+  if (GetSize() == 2 && allreduce_algorithm_ == kAutoAlgorithm && options_.socket_fast_paths) {
     // Two ranks, any larger size: a reduce-scatter and an all-gather streamed both ways at
     // once over the exchange's synchronous socket, each rank reducing its half as it arrives
     // (gloo_socket_allreduce.cc explains why it beats Gloo's algorithms on a host;

@@ -66,7 +66,9 @@ constexpr std::chrono::milliseconds kRollCallBudget{300};
 class GlooFusedExchange {
  public:
   // `mesh`: the exchange's own connections; it outlives the exchange.
-  explicit GlooFusedExchange(const GlooMesh* mesh);
+  // `sync_pair`: with two ranks, a synchronous pair read and written by this thread (its
+  // socket found by the mesh); false keeps Gloo's asynchronous pairs.
+  GlooFusedExchange(const GlooMesh* mesh, bool sync_pair);
   ~GlooFusedExchange();
   // The same on every rank of a group of `size`.
   static size_t CapacityFor(int size);
@@ -102,6 +104,7 @@ class GlooFusedExchange {
   int region_ = 0;            // the region the next call uses
   uint64_t calls_ = 0;        // calls so far: the same count on every rank
   std::unique_ptr<::gloo::transport::Buffer> send_, recv_;
+  const bool sync_pair_;  // two ranks may use a synchronous pair (the constructor's)
   bool sync_ = false;  // the pairs are synchronous (two ranks; see Bind)
   int send_fd_ = -1;   // the socket to the right neighbour (-1: not found)
   // With two ranks, the synchronous pair's socket, which this thread reads and writes

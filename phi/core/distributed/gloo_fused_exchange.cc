@@ -68,11 +68,12 @@ size_t GlooFusedExchange::CapacityFor(int size) {
   return std::max<size_t>(size_t{8} << 10, std::min<size_t>(size_t{256} << 10, by_size)) + 256;
 }
 
-GlooFusedExchange::GlooFusedExchange(const GlooMesh* mesh)
+GlooFusedExchange::GlooFusedExchange(const GlooMesh* mesh, bool sync_pair)
     : mesh_(mesh),
       ctx_(mesh->context()),
       capacity_(CapacityFor(ctx_->size)),
-      stride_(kHeader + capacity_ + kTrailer) {}
+      stride_(kHeader + capacity_ + kTrailer),
+      sync_pair_(sync_pair) {}
 
 GlooFusedExchange::~GlooFusedExchange() = default;
 
@@ -88,10 +89,10 @@ void GlooFusedExchange::Bind() {
   // right neighbour that has gone silent would hold this rank's read from its left for up
   // to another timeout, so the ranks would time out one after another instead of together
   // and the roll call (gloo_roll_call.cc) could no longer tell the silent ranks apart.
-  sync_ = n == 2;
+  sync_ = n == 2 && sync_pair_;
   auto& pair = ctx_->getPair(right);
   if (sync_) pair->setSync(true, /*busyPoll=*/false);
-  send_fd_ = mesh_->SocketTo(right);
+  send_fd_ = sync_pair_ ? mesh_->SocketTo(right) : -1;
   send_ = pair->createSendBuffer(kExchangeSlot, buffer_.data(), buffer_.size());
   recv_ = ctx_->getPair(left)->createRecvBuffer(kExchangeSlot,
                                                 buffer_.data(), buffer_.size());

@@ -76,6 +76,7 @@ std::unique_ptr<GlooCommContext::Hierarchy> GlooCommContext::MakeHierarchy(
     GlooOptions o = options_;
     o.timeout = timeout_.load();
     o.group_desc = options_.group_desc.empty() ? "leaders" : options_.group_desc + " leaders";
+    o.socket_fast_paths = false;  // two communicators of this process reach the same peers
     const int leader_index =
         static_cast<int>(std::find(leaders.begin(), leaders.end(), me) - leaders.begin());
     h->leaders = CreateGlooCommContext(std::make_shared<PrefixStore>("hier/leaders", store),
