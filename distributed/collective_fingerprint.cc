@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "phi/core/errors.h"
+#include "phi/core/distributed/rank_list.h"
 
 namespace paddle_like {
 namespace distributed {
@@ -54,10 +55,11 @@ void CollectiveFingerprintChecker::Check(const OpDesc& desc, const std::string& 
   try {
     store_->wait(keys, timeout_.load());
   } catch (const phi::TimeoutError&) {
-    std::string missing;
+    std::vector<int> missing_ranks;
     for (int r = 0; r < size_; ++r) {
-      if (!store_->check({keys[r]})) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      if (!store_->check({keys[r]})) missing_ranks.push_back(r);
     }
+    const std::string missing = phi::distributed::JoinRanks(missing_ranks);
     PADDLE_THROW(phi::errors::Timeout(
         "%s: rank(s) %s did not reach %s within %lld ms (collective check). They died, hang, "
         "or run fewer collectives than rank %d.",

@@ -6,6 +6,7 @@
 
 #include "phi/core/distributed/cpu_reduce.h"
 #include "phi/core/errors.h"
+#include "phi/core/distributed/rank_list.h"
 
 namespace paddle_like {
 namespace distributed {
@@ -120,17 +121,15 @@ void EvaluateRecords(const std::vector<AgreementRecord>& recs, int my_rank,
         failed.c_str()));
   }
   // Group the ranks by what they run.
-  std::map<std::array<int64_t, 8>, std::string> by_record;
-  for (int r = 0; r < size; ++r) {
-    std::string& ranks = by_record[recs[r].v];
-    ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-  }
+  std::map<std::array<int64_t, 8>, std::vector<int>> by_record;
+  for (int r = 0; r < size; ++r) by_record[recs[r].v].push_back(r);
   if (by_record.size() == 1) return;
   std::string detail;
   for (const auto& kv : by_record) {
     AgreementRecord rec;
     rec.v = kv.first;
-    detail += "\n  rank(s) " + kv.second + " run " + DescribeRecord(rec);
+    detail += "\n  rank(s) " + phi::distributed::JoinRanks(kv.second) + " run " +
+              DescribeRecord(rec);
   }
   PADDLE_THROW(phi::errors::InvalidArgument(
       "%s: Detected mismatch between collectives on ranks; no rank ran it:%s", group.c_str(),

@@ -67,7 +67,8 @@ ProcessGroupWithStream::ProcessGroupWithStream(std::shared_ptr<phi::distributed:
                      "A process group needs 0 <= rank < size, got rank %d, size %d.", rank,
                      size));
   if (phi::CollectiveCheckMode() == phi::CollectiveCheck::kStore && store_) {
-    checker_ = std::make_unique<CollectiveFingerprintChecker>(store_, gid, rank, size, timeout_.load());
+    checker_ = std::make_unique<CollectiveFingerprintChecker>(store_, gid, rank, size,
+                                                              timeout_.load());
   }
   watch_ = std::make_shared<WatchTarget>(
       "process group " + std::to_string(gid) + DescSuffix(group_desc_) + " (rank " +

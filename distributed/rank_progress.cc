@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "phi/core/flags.h"
+#include "phi/core/distributed/rank_list.h"
 
 namespace paddle_like {
 namespace distributed {
@@ -74,9 +75,7 @@ Progress Decode(const std::string& v) {
 namespace {
 
 std::string RankList(const std::vector<int>& ranks) {
-  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-  return s;
+  return (ranks.size() == 1 ? "rank " : "ranks ") + phi::distributed::JoinRanks(ranks);
 }
 
 }  // namespace

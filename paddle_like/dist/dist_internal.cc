@@ -26,12 +26,6 @@ GroupPtr ResolveGroup(const GroupPtr& group, const char* op) {
   return nullptr;
 }
 
-std::string RankList(const std::vector<int>& ranks) {
-  std::string out;
-  for (int r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
-  return out.empty() ? "none" : out;
-}
-
 std::string DeviceOf(const phi::DenseTensor& t) { return t.place().is_gpu() ? "cuda" : "cpu"; }
 
 phi::DenseTensor FlattenList(const std::vector<phi::DenseTensor>& list, int expected_len,

@@ -70,8 +70,6 @@ int InitRank();
 // group's size); InvalidArgument naming `what` ("broadcast src") and the group otherwise.
 int GroupRankOf(const GroupPtr& g, RankArg r, const char* what);
 
-// "0, 2, 3" ("none" when empty): ranks as every message of paddle_like::dist lists them.
-std::string RankList(const std::vector<int>& ranks);
 
 // "cuda" for a GPU tensor, "cpu" otherwise: the key of a group's backend map.
 std::string DeviceOf(const phi::DenseTensor& t);

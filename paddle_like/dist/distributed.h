@@ -104,7 +104,8 @@ class Work : public std::enable_shared_from_this<Work> {
   std::shared_ptr<Group> group_;
   std::exception_ptr error_;
   std::function<void()> on_done_;
-  std::once_flag done_once_;
+  std::mutex done_mu_;     // on_done_ runs once; a throw leaves it to the next wait()
+  bool done_ran_ = false;
 };
 using WorkPtr = std::shared_ptr<Work>;
 

@@ -14,9 +14,12 @@
 
 #include "paddle_like/dist/dist_internal.h"
 #include "phi/core/errors.h"
+#include "phi/core/distributed/rank_list.h"
 
 namespace paddle_like {
 namespace dist {
+
+using phi::distributed::JoinRanks;
 
 namespace {
 
@@ -197,7 +200,7 @@ ShrinkResult agree_and_shrink(const GroupPtr& group, const ElasticOptions& optio
                    phi::errors::Timeout(
                        "agree_and_shrink on group '%s': ranks %s are alive (their heartbeats "
                        "move) but did not join the shrink within %lld ms.",
-                       group->name().c_str(), RankList(waiting).c_str(),
+                       group->name().c_str(), JoinRanks(waiting).c_str(),
                        static_cast<long long>(join_timeout.count())));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -210,7 +213,7 @@ ShrinkResult agree_and_shrink(const GroupPtr& group, const ElasticOptions& optio
                      "%s; this rank can no longer take part.",
                      group->name().c_str(), me,
                      static_cast<long long>(options.heartbeat_deadline.count()),
-                     RankList(survivors).c_str()));
+                     JoinRanks(survivors).c_str()));
   ShrinkResult result;
   for (int r : members) {
     if (std::find(survivors.begin(), survivors.end(), r) == survivors.end()) {
@@ -223,7 +226,7 @@ ShrinkResult agree_and_shrink(const GroupPtr& group, const ElasticOptions& optio
     result.group = shrink_group(lost_in_group, group);
   }
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  LOG(INFO) << "elastic: group '" << group->name() << "' lost ranks " << RankList(result.lost)
+  LOG(INFO) << "elastic: group '" << group->name() << "' lost ranks " << JoinRanks(result.lost)
             << "; " << survivors.size() << " remain (agreed in " << result.seconds << " s)";
   return result;
 }

@@ -45,7 +45,13 @@ bool Work::wait(std::chrono::milliseconds timeout) {
     error_ = std::current_exception();
     throw;
   }
-  if (on_done_) std::call_once(done_once_, on_done_);
+  if (on_done_) {
+    std::lock_guard<std::mutex> lk(done_mu_);
+    if (!done_ran_) {
+      on_done_();
+      done_ran_ = true;
+    }
+  }
   return true;
 }
 

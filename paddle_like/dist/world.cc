@@ -16,10 +16,13 @@
 #include "phi/core/flags.h"
 #ifdef PADDLE_WITH_MPI
 #include "phi/core/distributed/mpi_comm_context.h"
+#include "phi/core/distributed/rank_list.h"
 #endif
 
 namespace paddle_like {
 namespace dist {
+
+using phi::distributed::JoinRanks;
 
 using distributed::BackendOptions;
 using distributed::BackendRegistry;
@@ -377,7 +380,7 @@ static GroupPtr Member(GroupPtr g, const char* what) {
   PADDLE_ENFORCE(g->is_member(), phi::errors::InvalidArgument(
                                      "%s: invalid process group: this rank is not in group "
                                      "'%s' (ranks %s).",
-                                     what, g->name().c_str(), RankList(g->ranks()).c_str()));
+                                     what, g->name().c_str(), JoinRanks(g->ranks()).c_str()));
   return g;
 }
 

@@ -33,9 +33,9 @@ struct ReducerOptions {
 
 // Bucket assignment (Paddle's assign_group_by_size, PyTorch's
 // _compute_bucket_assignment_by_size): walks `order` (parameter indices), keeps one open
-// bucket per (place, dtype), closes it once it holds at least its limit in bytes (the first bucket of
-// each dtype has limits[0], later ones limits[1]), and returns the buckets ordered by their
-// first parameter's position in `order`.
+// bucket per (place, dtype), closes it once it holds at least its limit in bytes (the first
+// bucket of each key has limits[0], later ones limits[1]), and returns the buckets ordered by
+// their first parameter's position in `order`.
 std::vector<std::vector<size_t>> ComputeBucketAssignmentBySize(
     const std::vector<Tensor>& params, const std::vector<size_t>& order,
     const std::vector<size_t>& limits);

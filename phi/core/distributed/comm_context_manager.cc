@@ -27,25 +27,31 @@ CommContext* CommContextManager::GetOrCreate(
                        key.c_str()));
     return e.comm.get();
   };
-  std::shared_ptr<std::once_flag> once;
+  std::shared_ptr<std::mutex> creating;
   {
     std::lock_guard<std::mutex> lk(mu_);
     auto it = contexts_.find(key);
     if (it != contexts_.end()) return check(it->second);
     auto& slot = creating_[key];
-    if (!slot) slot = std::make_shared<std::once_flag>();
-    once = slot;
+    if (!slot) slot = std::make_shared<std::mutex>();
+    creating = slot;
   }
-  // If create() throws, call_once lets the next caller try again.
-  std::call_once(*once, [&] {
-    auto comm = create();
-    PADDLE_ENFORCE_NOT_NULL(comm, errors::External("Creating communicator '%s' returned null",
-                                                   key.c_str()));
+  // One creator per key; the others wait here and then find its communicator. If create()
+  // throws, the lock is released and the next caller tries again. (Not std::call_once: a
+  // throwing callable leaves the flag taken under TSan's pthread_once, and the retry hangs.)
+  std::lock_guard<std::mutex> one_creator(*creating);
+  {
     std::lock_guard<std::mutex> lk(mu_);
-    contexts_[key] = Entry{std::move(comm), owner};
-  });
+    auto it = contexts_.find(key);
+    if (it != contexts_.end()) return check(it->second);
+  }
+  auto comm = create();
+  PADDLE_ENFORCE_NOT_NULL(
+      comm, errors::External("Creating communicator '%s' returned null", key.c_str()));
   std::lock_guard<std::mutex> lk(mu_);
-  return check(contexts_.at(key));
+  auto& entry = contexts_[key];
+  entry = Entry{std::move(comm), owner};
+  return check(entry);
 }
 
 CommContext* CommContextManager::Get(const std::string& key) const {

@@ -55,7 +55,7 @@ class CommContextManager {
   };
   mutable std::mutex mu_;
   std::map<std::string, Entry> contexts_;
-  std::map<std::string, std::shared_ptr<std::once_flag>> creating_;
+  std::map<std::string, std::shared_ptr<std::mutex>> creating_;  // one creator per key
 };
 
 template <typename T>

@@ -24,6 +24,7 @@
 #include "phi/core/distributed/cpu_reduce.h"
 #include "phi/core/distributed/gloo_comm_context_internal.h"
 #include "phi/core/distributed/store/prefix_store.h"
+#include "phi/core/distributed/store/tcp_utils.h"
 #include "phi/core/errors.h"
 #include "phi/core/flags.h"
 
@@ -70,9 +71,8 @@ std::string MasterHost() {
   if (addr != nullptr && *addr) return addr;
   const char* master = std::getenv("PADDLE_MASTER");
   if (master == nullptr || *master == '\0') return "";
-  std::string m = master;
-  if (m.front() == '[') return m.substr(1, m.find(']') - 1);
-  return m.substr(0, m.rfind(':'));
+  std::string host, port;
+  return tcputils::SplitHostPort(master, &host, &port) ? host : std::string(master);
 }
 
 ::gloo::transport::tcp::attr DeviceAttr(const GlooOptions& o) {

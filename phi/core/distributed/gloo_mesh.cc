@@ -15,7 +15,9 @@
 #include <gloo/transport/tcp/address.h>
 #include <glog/logging.h>
 
+#include "phi/core/distributed/store/tcp_utils.h"
 #include "phi/core/errors.h"
+#include "phi/core/distributed/rank_list.h"
 
 namespace phi {
 namespace distributed {
@@ -132,12 +134,8 @@ std::shared_ptr<Store> OwnConnection(const std::shared_ptr<Store>& store) {
 // (Gloo appends "$<sequence number>" to a pair's address).
 std::string HostOf(std::string address) {
   address = address.substr(0, address.find('$'));
-  size_t colon = address.rfind(':');
-  std::string host = colon == std::string::npos ? address : address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  return host;
+  std::string host, port;
+  return tcputils::SplitHostPort(address, &host, &port) ? host : address;
 }
 
 }  // namespace
@@ -205,12 +203,11 @@ void GlooMesh::EnsureAll() {
     try {
       WaitKeys(keys);
     } catch (const TimeoutError&) {
-      std::string missing;
+      std::vector<int> missing_ranks;
       for (int r = 0; r < size_; ++r) {
-        if (r != rank_ && !store_->check({AddrKey(r)})) {
-          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-        }
+        if (r != rank_ && !store_->check({AddrKey(r)})) missing_ranks.push_back(r);
       }
+      const std::string missing = JoinRanks(missing_ranks);
       PADDLE_THROW(errors::Timeout(
           "%s: rank(s) %s did not create this group within the group's timeout of %lld ms "
           "(they died, hang, or never create it).",

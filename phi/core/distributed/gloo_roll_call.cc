@@ -16,6 +16,7 @@
 
 #include "phi/core/distributed/gloo_mesh_internal.h"
 #include "phi/core/errors.h"
+#include "phi/core/distributed/rank_list.h"
 
 namespace phi {
 namespace distributed {
@@ -24,12 +25,6 @@ namespace {
 // Beyond the budget: time for the store's replies and the check of each key.
 constexpr std::chrono::milliseconds kRollCallSlack{150};
 constexpr std::chrono::milliseconds kRollCallPoll{20};
-
-std::string JoinRanks(const std::vector<int>& ranks) {
-  std::string s;
-  for (int r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
-  return s;
-}
 
 // Posts "fail/<rank>", then polls for every other rank's post until `budget` passes and
 // returns the ranks that never posted. A failed post propagates (the caller reports a store

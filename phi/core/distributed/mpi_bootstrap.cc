@@ -10,6 +10,7 @@
 #include "phi/core/distributed/mpi_comm_context.h"
 #include "phi/core/distributed/mpi_comm_context_internal.h"
 #include "phi/core/distributed/store/tcp_store.h"
+#include "phi/core/distributed/store/tcp_utils.h"
 
 namespace phi {
 namespace distributed {
@@ -60,10 +61,11 @@ RendezvousResult MpiRendezvous(std::chrono::milliseconds timeout) {
   if (master) {
     r.store = master;
   } else {
-    std::string a = address;
-    const auto colon = a.rfind(':');
-    o.host = a.substr(0, colon);
-    o.port = static_cast<uint16_t>(std::atoi(a.c_str() + colon + 1));
+    std::string port;
+    PADDLE_ENFORCE(tcputils::SplitHostPort(address, &o.host, &port),
+                   errors::External("MPI rendezvous: rank 0 sent a malformed store address '%s'.",
+                                    address));
+    o.port = static_cast<uint16_t>(std::atoi(port.c_str()));
     r.store = std::make_shared<TCPStore>(o);
   }
   VLOG(1) << "MPI rendezvous: rank " << r.rank << "/" << r.world_size << ", store at "

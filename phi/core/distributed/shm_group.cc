@@ -25,6 +25,7 @@
 
 #include "phi/core/errors.h"
 #include "phi/core/flags.h"
+#include "phi/core/distributed/rank_list.h"
 
 namespace phi {
 namespace distributed {
@@ -136,12 +137,11 @@ void WaitRankKeys(Store* store, const std::vector<std::string>& keys,
   try {
     store->wait(keys, timeout);
   } catch (const TimeoutError&) {
-    std::string missing;
+    std::vector<int> missing_ranks;
     for (size_t r = 0; r < keys.size(); ++r) {
-      if (!store->check({keys[r]})) {
-        missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-      }
+      if (!store->check({keys[r]})) missing_ranks.push_back(static_cast<int>(r));
     }
+    const std::string missing = JoinRanks(missing_ranks);
     PADDLE_THROW(errors::Timeout("%s: rank(s) %s did not %s within the group's timeout of %lld ms "
                                  "(they died, hang, or run other ops).",
                                  describe.c_str(), missing.c_str(), what,
@@ -460,15 +460,16 @@ bool ShmGroup::PeerGone(int peer, std::string* how) const {
 }
 
 std::string ShmGroup::MissingRanks(uint32_t step) const {
-  std::string ranks, detail;
+  std::vector<int> behind;
+  std::string detail;
   for (int r = 0; r < size_; ++r) {
     const uint32_t at = Controls()[r].step.load(std::memory_order_acquire);
     if (r == rank_ || Reached(at, step)) continue;
-    ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    behind.push_back(r);
     detail += "; rank " + std::to_string(r) + " (pid " + std::to_string(Controls()[r].pid) +
               ", alive) is " + std::to_string(step - at) + " step(s) behind";
   }
-  return "rank(s) " + ranks + " did not join it" + detail +
+  return "rank(s) " + JoinRanks(behind) + " did not join it" + detail +
          " (stuck in other work, stopped, or running another op)";
 }
 

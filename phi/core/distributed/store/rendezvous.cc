@@ -9,6 +9,7 @@
 
 #include "phi/core/distributed/store/file_store.h"
 #include "phi/core/distributed/store/tcp_store.h"
+#include "phi/core/distributed/store/tcp_utils.h"
 #include "phi/core/errors.h"
 
 namespace phi {
@@ -73,22 +74,6 @@ struct Sourced {
     return have;
   }
 };
-
-// Splits "host:port" (or "[v6]:port"). False when malformed.
-bool SplitHostPort(const std::string& s, std::string* host, std::string* port) {
-  if (!s.empty() && s[0] == '[') {
-    auto close = s.find(']');
-    if (close == std::string::npos || close + 1 >= s.size() || s[close + 1] != ':') return false;
-    *host = s.substr(1, close - 1);
-    *port = s.substr(close + 2);
-  } else {
-    auto colon = s.rfind(':');
-    if (colon == std::string::npos) return false;
-    *host = s.substr(0, colon);
-    *port = s.substr(colon + 1);
-  }
-  return !host->empty() && !port->empty();
-}
 
 std::map<std::string, std::string> ParseQuery(const std::string& q, Problems* p) {
   std::map<std::string, std::string> out;
@@ -174,7 +159,7 @@ RendezvousSpec ParseInitMethod(const std::string& init_method, int rank, int wor
     port.Offer("MASTER_PORT", env("MASTER_PORT"));
     if (auto pm = env("PADDLE_MASTER")) {
       std::string h, p;
-      if (SplitHostPort(*pm, &h, &p)) {
+      if (tcputils::SplitHostPort(*pm, &h, &p)) {
         addr.Offer("PADDLE_MASTER", h);
         port.Offer("PADDLE_MASTER", p);
       } else {
@@ -184,7 +169,7 @@ RendezvousSpec ParseInitMethod(const std::string& init_method, int rank, int wor
   } else if (scheme == "tcp") {
     spec.kind = RendezvousSpec::Kind::kTcp;
     std::string h, p;
-    if (SplitHostPort(rest, &h, &p)) {
+    if (tcputils::SplitHostPort(rest, &h, &p)) {
       addr.Offer("tcp:// address", h);
       port.Offer("tcp:// address", p);
     } else {

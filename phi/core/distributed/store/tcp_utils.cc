@@ -52,6 +52,21 @@ std::string HostPort(const std::string& host, uint16_t port) {
   return host + ":" + std::to_string(port);
 }
 
+bool SplitHostPort(const std::string& s, std::string* host, std::string* port) {
+  if (!s.empty() && s[0] == '[') {
+    auto close = s.find(']');
+    if (close == std::string::npos || close + 1 >= s.size() || s[close + 1] != ':') return false;
+    *host = s.substr(1, close - 1);
+    *port = s.substr(close + 2);
+  } else {
+    auto colon = s.rfind(':');
+    if (colon == std::string::npos) return false;
+    *host = s.substr(0, colon);
+    *port = s.substr(colon + 1);
+  }
+  return !host->empty() && !port->empty();
+}
+
 int MillisUntil(Clock::time_point deadline) {
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
   if (ms < 0) return 0;

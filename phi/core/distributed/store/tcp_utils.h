@@ -15,6 +15,9 @@ using Clock = std::chrono::steady_clock;
 
 // "host:port", with brackets for IPv6 literals.
 std::string HostPort(const std::string& host, uint16_t port);
+// The inverse: "host:port" or "[v6]:port" into its parts (brackets removed). False when
+// malformed (no port, an empty host, an unclosed bracket). The one parser of such addresses.
+bool SplitHostPort(const std::string& s, std::string* host, std::string* port);
 
 // Binds and listens on exactly the given address (port 0 = a free port chosen by the
 // kernel). SO_REUSEADDR so a restarted server can take the port of a dead one at once.
