@@ -28,7 +28,7 @@ DEFINE_string(comm_trace_dir, "", "Directory for the comm timeline (Chrome JSON)
 DEFINE_int32(comm_trace_max_events, 1000000, "Events the comm timeline keeps at most");
 DEFINE_int32(store_host_linger_s, 10,
              "Seconds a store host serves other processes' clients after it ends (see flags.h)");
-DEFINE_int32(gloo_spin_us, 1000, "Microseconds a Gloo pair polls before it blocks (flags.h)");
+DEFINE_int32(gloo_spin_us, 1000, "Microseconds a CPU transport's wait polls before it blocks (flags.h)");
 DEFINE_bool(cpu_shm_transport, true, "CPU groups on one host use shared memory (flags.h)");
 DEFINE_int32(cpu_shm_slot_kb, 0, "Shared-memory slot size in KiB (0: by group size; flags.h)");
 DEFINE_string(gloo_allreduce_algo, "auto",

@@ -52,10 +52,9 @@ DECLARE_int32(comm_trace_max_events);
 // clients of other processes for up to this many seconds when it ends before them, so they
 // can still use the store to name what failed (phi/core/distributed/store/tcp_store.h).
 DECLARE_int32(store_host_linger_s);
-// Before a Gloo communicator of two ranks blocks to receive a small or mid-size message, it
-// polls the socket for up to this many microseconds (a blocked read costs a wake-up of up
-// to hundreds of microseconds; gloo_fused_exchange.cc). 0 turns it off (CPUs shared by more
-// ranks). The shared-memory path spins as long (yielding its core) before a futex wait.
+// How long a CPU transport's wait (the shared-memory group, the two-rank socket paths) polls
+// for its peer before it blocks, in microseconds, under one rule (spin_policy.h): a wait that
+// outlasted it makes the next one block at once. 0 never spins (CPUs shared by more ranks).
 DECLARE_int32(gloo_spin_us);
 // The ranks of a CPU (Gloo) group that all share a host exchange through a shared-memory
 // segment instead of loopback TCP (phi/core/distributed/shm_group.h). Every rank must have it

@@ -360,18 +360,23 @@ TEST_P(GlooCollectives, CoalescedFiftyMixedSizeAllReduces) {
 // chunked exchange on two ranks, Gloo's halving-doubling (1.2 MB) and its ring (from 4 MiB)
 // on more; and Gloo's ring and halving-doubling on every world size when
 // FLAGS_gloo_allreduce_algo fixes one. Each against the reference, and with the same bits on
-// every rank (each element must be reduced once, in one order, whatever the path).
+// every rank (each element must be reduced once, in one order, whatever the path). The paths
+// chosen by size run once more with spinning off (FLAGS_gloo_spin_us=0: every wait blocks).
 TEST_P(GlooCollectives, AllReduceEveryPathSameBitsOnEveryRank) {
   RunRanks(World(), [](const RankContext& ctx) {
     int gid = 0;
-    for (const char* algo : {"auto", "ring", "halving_doubling"}) {
+    const std::pair<const char*, int> passes[] = {
+        {"auto", 1000}, {"auto", 0}, {"ring", 1000}, {"halving_doubling", 1000}};
+    for (const auto& [algo, spin_us] : passes) {
       FLAGS_gloo_allreduce_algo = algo;  // read when the communicator is made
+      FLAGS_gloo_spin_us = spin_us;      // read by every wait
       auto pg = MakeGroup(ctx, gid++);
       for (int64_t bytes : {int64_t{148}, int64_t{300} << 12, (int64_t{4} << 20) + 4096}) {
         for (DataType dt : {DataType::FLOAT32, DataType::INT64}) {
           for (ReduceOp op : {ReduceOp::SUM, ReduceOp::MAX}) {
             const int64_t n = bytes / static_cast<int64_t>(phi::SizeOf(dt));
-            const std::string what = std::string(algo) + "/" +
+            const std::string what = std::string(algo) + "/spin " + std::to_string(spin_us) +
+                                     "/" +
                                      Tag("allreduce", dt, op, true, false) + "/" +
                                      std::to_string(bytes) + " bytes";
             DenseTensor t = MakeInput(dt, n, ctx.rank, op, 7);
@@ -390,6 +395,7 @@ TEST_P(GlooCollectives, AllReduceEveryPathSameBitsOnEveryRank) {
       }
     }
     FLAGS_gloo_allreduce_algo = "auto";
+    FLAGS_gloo_spin_us = 1000;
   });
 }
 

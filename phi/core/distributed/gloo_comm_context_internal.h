@@ -21,6 +21,7 @@
 #include "phi/core/distributed/cpu_reduce.h"
 #include "phi/core/distributed/gloo_mesh_internal.h"
 #include "phi/core/distributed/shm_group.h"
+#include "phi/core/distributed/spin_policy.h"
 #include "phi/core/errors.h"
 
 namespace phi {
@@ -77,9 +78,9 @@ class GlooFusedExchange {
   // Sends `bytes` (<= Capacity()) and returns where rank r's block starts: at
   // result + r * Stride(), (*lengths)[r] bytes long. Valid until the next call.
   const char* Run(const void* mine, size_t bytes, std::vector<size_t>* lengths);
-  // An op of Gloo's ran on the other connections: the next receive blocks at once (see
-  // SpinUntilReadable). Any thread.
-  void AfterGlooOp() { spin_.store(false, std::memory_order_relaxed); }
+  // An op of Gloo's ran on the other connections: the next receive blocks at once
+  // (SpinPolicy::Disarm). Any thread.
+  void AfterGlooOp() { spin_.Disarm(); }
   // set_timeout: the synchronous pair's socket takes `timeout` as its read and write
   // deadline before the next call (Gloo sets the connection's at connect and keeps it).
   // The asynchronous pairs of a ring keep the connection's. Any thread.
@@ -110,10 +111,8 @@ class GlooFusedExchange {
   // With two ranks, the synchronous pair's socket, which this thread reads and writes
   // itself (polled before a blocking read; the socket all-reduce's stream); else -1.
   int SyncSocket() const { return sync_ ? send_fd_ : -1; }
-  std::atomic<bool> spin_{true};  // the last receive came within FLAGS_gloo_spin_us
-  std::chrono::steady_clock::time_point recv_started_;
-  void SpinUntilReadable();
-  void NoteArrival();
+  SpinPolicy spin_;  // for the synchronous pair's receives and the socket all-reduce
+  void AwaitReadable();
   void RaiseSendBuffer() const;
   size_t largest_send_ = 0;   // the largest message Gloo has sent on send_fd_
   uint64_t socket_calls_ = 0;     // SocketAllReduce calls so far: the same on both ranks

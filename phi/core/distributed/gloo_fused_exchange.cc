@@ -47,7 +47,6 @@
 
 #include "phi/core/distributed/gloo_comm_context_internal.h"
 #include "phi/core/errors.h"
-#include "phi/core/flags.h"
 
 namespace phi {
 namespace distributed {
@@ -125,43 +124,15 @@ void GlooFusedExchange::RaiseSendBuffer() const {
   setsockopt(send_fd_, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want));
 }
 
-// A blocked read costs a wake-up when the data comes (an idle CPU leaving its sleep state,
-// or a busy one switching): 60-250 us on this VM, up to fifty times a small exchange. Data
-// that is about to arrive is cheaper to wait for awake, so this thread polls the socket for
-// up to FLAGS_gloo_spin_us first, then blocks in Gloo's read as before. The bound must
-// exceed the slowest wake-up, or the ranks feed each other's delays: a rank that blocked
-// wakes late, so its peer's spin runs out and it blocks in turn, and so on, each exchange
-// taking spin + wake-up. With 50 us whole runs stayed in that state (p90 112 us against a
-// 5 us median); with 200 us one 16 KiB run in three did (10 % of its ops at 430 us, means
-// 3x the median); with 500 us one in five, with 1000 us none in ten. A late peer costs at
-// most the bound in CPU per receive, and after one that came later than the bound the next
-// receive blocks at once (Gloo's own busy-poll spins up to the timeout).
-void GlooFusedExchange::SpinUntilReadable() {
-  if (SyncSocket() < 0 || FLAGS_gloo_spin_us <= 0) return;
-  const auto start = std::chrono::steady_clock::now();
-  const auto bound = std::chrono::microseconds(FLAGS_gloo_spin_us);
-  // Not right after an op of Gloo's on the other connections, nor after a receive that
-  // came later than the bound: the peer (or this rank's own Gloo thread) may still be busy
-  // with it, and spinning then cost far more than it saves (a 1 MiB all-reduce, whose
-  // agreement exchange comes right after the previous one's Gloo op, went from 0.75 to
-  // 3.9 ms median). Spinning resumes once a receive came within the bound.
-  if (!spin_.load(std::memory_order_relaxed)) {
-    recv_started_ = start;
-    return;
-  }
-  pollfd p{SyncSocket(), POLLIN, 0};
-  do {
-    if (poll(&p, 1, 0) != 0) return;  // readable (or an error: Gloo's read reports it)
-  } while (std::chrono::steady_clock::now() - start < bound);
-  spin_.store(false, std::memory_order_relaxed);  // blocks now; NoteArrival decides next
-  recv_started_ = start;
-}
-
-void GlooFusedExchange::NoteArrival() {
-  if (SyncSocket() < 0 || spin_.load(std::memory_order_relaxed)) return;
-  spin_.store(std::chrono::steady_clock::now() - recv_started_ <
-                  std::chrono::microseconds(std::max(0, FLAGS_gloo_spin_us)),
-              std::memory_order_relaxed);
+// With two ranks this thread reads the synchronous pair's socket itself: it polls it under
+// the CPU transports' spin rule (spin_policy.h) before it blocks in Gloo's read.
+void GlooFusedExchange::AwaitReadable() {
+  const int fd = SyncSocket();
+  if (fd < 0) return;
+  spin_.Spin([fd] {
+    pollfd p{fd, POLLIN, 0};
+    return poll(&p, 1, 0) != 0;  // readable (or an error: Gloo's read reports it)
+  });
 }
 
 const char* GlooFusedExchange::Run(const void* mine, size_t bytes,
@@ -208,13 +179,13 @@ const char* GlooFusedExchange::Run(const void* mine, size_t bytes,
     }
     if (sync_) send_->waitSend();  // written already; a synchronous pair counts one at a time
     carried = (carried + n - 1) % n;  // the left neighbour's block, arriving now
-    SpinUntilReadable();
+    AwaitReadable();
     try {
       recv_->waitRecv();
     } catch (...) {
       if (!whole(carried)) throw;
     }
-    NoteArrival();
+    if (sync_) spin_.Ended();
   }
   if (!sync_) {
     for (int round = 0; round < n - 1; ++round) send_->waitSend();

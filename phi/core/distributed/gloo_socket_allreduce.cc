@@ -39,7 +39,6 @@
 
 #include "phi/core/distributed/gloo_comm_context_internal.h"
 #include "phi/core/errors.h"
-#include "phi/core/flags.h"
 
 namespace phi {
 namespace distributed {
@@ -157,13 +156,12 @@ void GlooFusedExchange::SocketAllReduce(const void* in, void* out, int64_t count
                    std::to_string(peer) + " died or closed its connection; " + where() + ")");
   };
 
-  const auto spin = std::chrono::microseconds(std::max(0, FLAGS_gloo_spin_us));
-  // Spin as the exchange's receives do (SpinUntilReadable): for the peer's arrival, not
-  // while it has lately been later than the bound (it is busy: a comm thread spinning then
-  // takes the CPU its rank computes on). Once its bytes flow the gaps are short and spinning
-  // pays, until a gap outlasts the bound. The next call spins for the arrival only if every
-  // wait in this one was shorter than the bound.
-  const bool spin_for_arrival = spin_.load(std::memory_order_relaxed);
+  // The CPU transports' spin rule (spin_policy.h), applied to a stream: spin for the peer's
+  // arrival only while armed; once its bytes flow the gaps are short and spinning pays, until
+  // a gap outlasts the bound. The next wait is armed only if every gap in this call was
+  // shorter than the bound.
+  const auto spin = SpinPolicy::Bound();
+  const bool spin_for_arrival = spin_.armed();
   bool arrival_late = false, stream_late = false;
   auto idle_since = std::chrono::steady_clock::now();
   auto heard = idle_since;  // when the peer's bytes last arrived
@@ -243,7 +241,7 @@ void GlooFusedExchange::SocketAllReduce(const void* in, void* out, int64_t count
       failed("poll", errno);
     }
   }
-  spin_.store(!arrival_late && !stream_late, std::memory_order_relaxed);
+  spin_.Set(!arrival_late && !stream_late);
 }
 
 }  // namespace distributed

@@ -84,12 +84,6 @@ long Futex(std::atomic<uint32_t>* word, int op, uint32_t value, const timespec* 
   return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout, nullptr, 0);
 }
 
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 std::string ReadFirstLine(const char* path) {
   std::ifstream f(path);
   std::string line;
@@ -386,25 +380,14 @@ void ShmGroup::CheckSignatures() const {
 
 void ShmGroup::WaitFor(int peer, uint32_t step) {
   Control& c = Controls()[peer];
-  if (Reached(c.step.load(std::memory_order_acquire), step)) return;
   using Clock = std::chrono::steady_clock;
-  // Spin first, yielding the core: a wake-up from a futex costs tens of microseconds, and
-  // with more ranks than cores the rank being waited for needs this one's core.
-  const int spin_us = std::max(0, FLAGS_gloo_spin_us);
-  if (spin_us > 0) {
-    const auto until = Clock::now() + std::chrono::microseconds(spin_us);
-    for (int i = 0;; ++i) {
-      if (Reached(c.step.load(std::memory_order_acquire), step)) return;
-      if (i < 64) {
-        CpuRelax();
-        continue;
-      }
-      if ((i & 15) == 0) {
-        if (header_->failed.load(std::memory_order_acquire) != 0) RaisePosted();
-        if (Clock::now() >= until) break;
-      }
-      sched_yield();
-    }
+  auto announced = [&] { return Reached(c.step.load(std::memory_order_acquire), step); };
+  // The CPU transports' spin rule (spin_policy.h), then a futex wait.
+  if (spin_.Spin([&] {
+        return announced() || header_->failed.load(std::memory_order_relaxed) != 0;
+      }) &&
+      announced()) {
+    return;
   }
   auto last_check = Clock::now();
   for (;;) {
@@ -419,7 +402,10 @@ void ShmGroup::WaitFor(int peer, uint32_t step) {
       Futex(&c.step, FUTEX_WAIT, seen, &ts);
     }
     c.waiters.fetch_sub(1, std::memory_order_seq_cst);
-    if (Reached(c.step.load(std::memory_order_acquire), step)) return;
+    if (announced()) {
+      spin_.Ended();
+      return;
+    }
     const auto after = Clock::now();
     if (after - last_check >= kLivenessSlice || after >= deadline_) {
       last_check = after;

@@ -11,7 +11,7 @@
 // the use in between, which they do after they finished reading set s. One step per small
 // op, no acknowledgements.
 //
-// Waiting: a bounded spin (FLAGS_gloo_spin_us, yielding the core), then a futex wait in
+// Waiting: the CPU transports' spin rule (spin_policy.h), then a futex wait in
 // slices of kLivenessSlice, after each of which the missing ranks' processes are checked:
 // a dead one ends the op at once (Unavailable, naming it), the group's timeout names the
 // ranks that never announced the step. A failure on any rank is posted in the segment and
@@ -33,6 +33,7 @@
 
 #include "phi/core/data_type.h"
 #include "phi/core/distributed/reduce_op.h"
+#include "phi/core/distributed/spin_policy.h"
 #include "phi/core/distributed/store/store.h"
 
 namespace phi {
@@ -147,6 +148,7 @@ class ShmGroup {
   uint64_t signature_ = 0;   // the current op's (BeginOp)
   bool signature_pending_ = false;  // its first step has not run yet
   std::chrono::steady_clock::time_point deadline_;
+  SpinPolicy spin_;  // the waits of the thread running this group's ops
 };
 
 }  // namespace distributed
