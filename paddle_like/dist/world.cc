@@ -10,13 +10,13 @@
 #include "distributed/process_group_with_stream.h"
 #include "paddle_like/dist/dist_internal.h"
 #include "paddle_like/dist/distributed.h"
+#include "phi/core/distributed/rank_list.h"
 #include "phi/core/distributed/store/prefix_store.h"
 #include "phi/core/distributed/store/rendezvous.h"
 #include "phi/core/errors.h"
 #include "phi/core/flags.h"
 #ifdef PADDLE_WITH_MPI
 #include "phi/core/distributed/mpi_comm_context.h"
-#include "phi/core/distributed/rank_list.h"
 #endif
 
 namespace paddle_like {

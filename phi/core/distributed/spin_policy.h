@@ -71,14 +71,14 @@ bool SpinPolicy::Spin(Ready&& ready) {
   if (bound.count() <= 0 || !armed()) return false;
   const auto until = started_ + bound;
   for (unsigned i = 0;; ++i) {
-    if (ready()) return true;
-    // The clock is read every 16 polls: it costs about as much as a poll of shared memory.
-    if ((i & 15) == 15 && Clock::now() >= until) break;
     if (i < 64) {
       Pause();
     } else {
       Yield();
     }
+    if (ready()) return true;
+    // The clock is read every 16 polls: it costs about as much as a poll of shared memory.
+    if ((i & 15) == 15 && Clock::now() >= until) break;
   }
   Set(false);  // blocks now; Ended() decides about the next wait
   return false;
