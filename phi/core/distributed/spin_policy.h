@@ -70,15 +70,17 @@ bool SpinPolicy::Spin(Ready&& ready) {
   const auto bound = Bound();
   if (bound.count() <= 0 || !armed()) return false;
   const auto until = started_ + bound;
+  // Poll first, then pause: pausing before the first poll of the loop cost 1.36-1.5x at
+  // 256 KiB-1 MiB on 4 ranks sharing 2 cores (A/B against the poll-first loop).
   for (unsigned i = 0;; ++i) {
+    if (ready()) return true;
+    // The clock is read every 16 polls: it costs about as much as a poll of shared memory.
+    if ((i & 15) == 15 && Clock::now() >= until) break;
     if (i < 64) {
       Pause();
     } else {
       Yield();
     }
-    if (ready()) return true;
-    // The clock is read every 16 polls: it costs about as much as a poll of shared memory.
-    if ((i & 15) == 15 && Clock::now() >= until) break;
   }
   Set(false);  // blocks now; Ended() decides about the next wait
   return false;
