@@ -43,7 +43,7 @@ TEST_P(GlooCollectives, AllReduceEveryDtypeAndOp) {
   RunRanks(World(), [](const RankContext& ctx) {
     auto pg = MakeGroup(ctx);
     // 37: the fused exchange. 140001 (odd: the halves differ) is above its capacity for
-    // every dtype but bool: the two-rank socket all-reduce on two ranks, Gloo's algorithms
+    // every dtype but bool: the two-rank all-reduce on two ranks, Gloo's algorithms
     // on more.
     for (const int64_t n : {int64_t{37}, int64_t{140001}}) {
       int variant = 0;

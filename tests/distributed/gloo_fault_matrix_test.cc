@@ -201,7 +201,7 @@ TEST(GlooFaultMatrix, AllReduceSizesDifferAcrossRanks) {
 }
 
 // With the agreement check off, two ranks' large all-reduces of different sizes meet in the
-// socket all-reduce, whose header carries the size: the rank that reads the other's header
+// two-rank all-reduce, whose header carries the size: the rank that reads the other's header
 // first raises InvalidArgument naming both sizes; the other raises the same, or, when the
 // first has already closed its connection, Unavailable. Both at once, neither hangs.
 TEST(GlooFaultMatrix, LargeAllReduceSizesDifferWithTheCheckOff) {

@@ -79,7 +79,7 @@ void KillOneRankDuringLongAllReduce(int world, bool shm) {
   }
 }
 
-// Over TCP two ranks run the socket all-reduce (gloo_socket_allreduce.cc), three Gloo's ring.
+// Over TCP two ranks run the two-rank all-reduce (gloo_two_rank_allreduce.cc), three Gloo's ring.
 TEST(GlooFaults, RankKilledDuringLongAllReduceRaisesOnAllOthers) {
   for (const int world : {2, 3}) KillOneRankDuringLongAllReduce(world, /*shm=*/false);
 }
@@ -90,7 +90,7 @@ TEST(GlooFaults, RankKilledDuringLongSharedMemoryAllReduceRaisesOnAllOthers) {
 
 // A peer that stops mid-op (SIGSTOP: alive, silent) in a large two-rank all-reduce: the
 // survivor times out at the group's timeout, says so, and names the silent rank. Over TCP
-// (the socket all-reduce) the store's roll call names it; over shared memory the step it
+// (the two-rank all-reduce) the store's roll call names it; over shared memory the step it
 // never announced does.
 void PeerStoppedMidTwoRankLargeAllReduce(bool shm) {
   SpawnOptions opts;
@@ -270,7 +270,7 @@ TEST(GlooFaults, DestroyingAGroupWithAHungOpReturnsWithinTheTimeout) {
 // Aborting the group wakes this rank's own op blocked on the connections (the sockets are
 // shut down, not only closed): the group goes away at once, not at the group's timeout.
 // A small all-reduce (its payload rides in the agreement exchange) and a large one (blocked
-// in the agreement check before it), both on the exchange's synchronous pair.
+// in the agreement check before it), both on the two-rank peer connection.
 TEST(GlooFaults, AbortWakesThisRanksOwnOpBlockedOnTheConnections) {
   for (int64_t numel : {int64_t{64}, int64_t{1} << 20}) {
     RunRanks(2, [numel](const RankContext& ctx) {

@@ -118,12 +118,11 @@ int AllReduceAlgorithmFromFlag() {
 
 // ------------------------------------------------------------------ GlooCommContext
 GlooCommContext::GlooCommContext(std::unique_ptr<GlooMesh> mesh,
-                                 std::unique_ptr<GlooMesh> exchange_mesh,
+                                 std::unique_ptr<GlooFusedExchange> exchange,
                                  std::shared_ptr<Store> store, std::chrono::milliseconds timeout,
                                  std::string describe, GlooOptions options, int gid)
     : CommContext(mesh->context()->rank, mesh->context()->size),
       mesh_(std::move(mesh)),
-      exchange_mesh_(std::move(exchange_mesh)),
       store_(std::move(store)),
       ctx_(mesh_->context()),
       timeout_(timeout),
@@ -131,7 +130,9 @@ GlooCommContext::GlooCommContext(std::unique_ptr<GlooMesh> mesh,
       options_(std::move(options)),
       gid_(gid),
       allreduce_algorithm_(AllReduceAlgorithmFromFlag()),
-      exchange_(exchange_mesh_.get(), options_.socket_fast_paths) {}
+      exchange_(std::move(exchange)) {
+  exchange_->SetTimeout(timeout);
+}
 
 GlooCommContext::~GlooCommContext() = default;
 
@@ -141,7 +142,7 @@ ShmGroup* GlooCommContext::Shm() {
       mesh_->EnsureAll();  // every rank created the group (a timeout names who did not)
       // Over a store connection of its own: the program may block on the shared one.
       std::shared_ptr<Store> own = store_->Clone();
-      shm_ = ShmGroup::Create(own ? own : store_, GetRank(), GetSize(), exchange_.Capacity(),
+      shm_ = ShmGroup::Create(own ? own : store_, GetRank(), GetSize(), exchange_->Capacity(),
                               timeout_.load(), describe_);
       if (!shm_) hier_ = MakeHierarchy(own ? own : store_);
     });
@@ -152,12 +153,11 @@ ShmGroup* GlooCommContext::Shm() {
   return shm_.get();
 }
 
-// Measured on 2 vCPUs, loopback, float32 sum, medians (docs/benchmarks.md, "Gloo latency"):
-// on two ranks (where the default is the socket all-reduce, RunAllReduce) halving-doubling
-// does 1 MiB in 0.73-0.76 ms with a p90 under 1 ms where the ring takes 0.77-2.4 ms with a
-// p90 of 4.2 ms, and 16 MiB in 10.2 ms against 13.1-13.7 ms; from 64 MiB the ring is ahead
-// (50.0-50.7 against 54.5 ms). On three and four ranks the ring leads already at 16 MiB,
-// halving-doubling at 1 MiB.
+// Gloo's algorithm for an all-reduce the context's own paths do not take (three or more
+// ranks above the exchange's capacity, or the two-rank all-reduce turned off by
+// FLAGS_gloo_allreduce_algo): halving-doubling below a size, the ring above it, where each
+// was faster (docs/benchmarks.md, "Gloo latency"). Depends on size and group only, so every
+// rank picks the same.
 ::gloo::AllreduceOptions::Algorithm GlooCommContext::AllReduceAlgorithmFor(size_t bytes) const {
   using Algorithm = ::gloo::AllreduceOptions::Algorithm;
   if (allreduce_algorithm_ != kAutoAlgorithm) return static_cast<Algorithm>(allreduce_algorithm_);
@@ -165,23 +165,22 @@ ShmGroup* GlooCommContext::Shm() {
   return bytes < ring_from ? Algorithm::BCUBE : Algorithm::RING;
 }
 
-// Two ranks: up to 128 KiB the gathered exchange (one message each way, both reducing
-// everything) and the socket all-reduce (two, each reducing half) tie, above it the socket
-// all-reduce leads (256 KiB: 70 against 82 us; docs/benchmarks.md, "Gloo latency").
+// Up to this size an all-reduce is the gathered exchange (one message each way, every rank
+// reducing everything); above it two ranks take the two-rank all-reduce (each reducing half),
+// which leads from there (docs/benchmarks.md, "Gloo latency").
 size_t GlooCommContext::GatheredAllReduceLimit() const {
   if (shm_state_ == ShmState::kOn) return ShmGroup::kGatheredAllReduceBytes;
   constexpr size_t kTwoRankLimit = size_t{128} << 10;
-  return GetSize() == 2 && allreduce_algorithm_ == kAutoAlgorithm && options_.socket_fast_paths
-             ? kTwoRankLimit
+  return GetSize() == 2 && allreduce_algorithm_ == kAutoAlgorithm ? kTwoRankLimit
              : SIZE_MAX;
 }
 
 const char* GlooCommContext::VariableAllGather(const void* send, size_t bytes, size_t* stride,
                                                std::vector<size_t>* lengths, Stream*) {
-  PADDLE_ENFORCE(bytes <= exchange_.Capacity(),
+  PADDLE_ENFORCE(bytes <= exchange_->Capacity(),
                  errors::InvalidArgument("%s: %zu bytes exceed the variable all-gather's "
                                          "capacity of %zu",
-                                         describe_.c_str(), bytes, exchange_.Capacity()));
+                                         describe_.c_str(), bytes, exchange_->Capacity()));
   const char* out = nullptr;
   if (ShmGroup* shm = Shm()) {
     ShmCall([&] { out = shm->VariableAllGather(send, bytes, stride, lengths); });
@@ -191,11 +190,11 @@ const char* GlooCommContext::VariableAllGather(const void* send, size_t bytes, s
       "allgather",
       [&] {
         mesh_->EnsureAll();  // the roll call after a failure learns the peers' hosts there
-        exchange_mesh_->EnsureAll();
-        out = exchange_.Run(send, bytes, lengths);
+        exchange_->Connect();
+        out = exchange_->Run(send, bytes, lengths);
       },
       /*on_exchange=*/true);
-  *stride = exchange_.Stride();
+  *stride = exchange_->Stride();
   return out;
 }
 
@@ -306,7 +305,7 @@ void GlooCommContext::AllGather(const void* send, void* recv, int64_t send_count
     const char* all = ExchangeEqual("allgather", send, bytes);
     for (int r = 0; r < GetSize(); ++r) {
       std::memcpy(static_cast<char*>(recv) + static_cast<size_t>(r) * bytes,
-                  all + static_cast<size_t>(r) * exchange_.Stride(), bytes);
+                  all + static_cast<size_t>(r) * exchange_->Stride(), bytes);
     }
     return;
   }
@@ -388,22 +387,21 @@ void GlooCommContext::RunAllReduce(const void* send, void* recv, int64_t count, 
     // Small and mid sizes: gather every rank's input through the bound exchange and reduce
     // locally in rank order (one exchange; the same bits on every rank).
     const char* all = ExchangeEqual("allreduce", p.data, bytes);
-    CpuAllReduceGathered(p.dtype, red.op, all, exchange_.Stride(), GetSize(), p.count, recv);
+    CpuAllReduceGathered(p.dtype, red.op, all, exchange_->Stride(), GetSize(), p.count, recv);
     return;
   }
-  if (GetSize() == 2 && allreduce_algorithm_ == kAutoAlgorithm && options_.socket_fast_paths) {
+  if (GetSize() == 2 && allreduce_algorithm_ == kAutoAlgorithm) {
     // Two ranks, any larger size: a reduce-scatter and an all-gather streamed both ways at
-    // once over the exchange's synchronous socket, each rank reducing its half as it arrives
-    // (gloo_socket_allreduce.cc explains why it beats Gloo's algorithms on a host;
+    // once over the exchange's peer connection, each rank reducing its half as it arrives
+    // (gloo_two_rank_allreduce.cc explains why it beats Gloo's algorithms on a host;
     // docs/benchmarks.md, "Gloo latency", has the figures).
     Call(
         "allreduce",
         [&] {
           mesh_->EnsureAll();  // the roll call after a failure learns the peers' hosts there
-          exchange_mesh_->EnsureAll();
-          exchange_.SocketAllReduce(p.data, recv, p.count, p.dtype,
-                                    GetCpuReduceFn(p.dtype, red.op),
-                                    red.op == ReduceOp::AVG, timeout_.load());
+          exchange_->Connect();
+          exchange_->TwoRankAllReduce(p.data, recv, p.count, p.dtype,
+                                      GetCpuReduceFn(p.dtype, red.op), red.op == ReduceOp::AVG);
         },
         /*on_exchange=*/true);
     return;
@@ -515,14 +513,26 @@ std::unique_ptr<CommContext> CreateGlooCommContext(const std::shared_ptr<Store>&
   group_store->set(ShmGroup::HostKey(rank), ShmGroup::HostValue());
   auto mesh = std::make_unique<GlooMesh>(group_store, rank, size, device, options.timeout,
                                          describe);
-  auto exchange_mesh = std::make_unique<GlooMesh>(
-      std::make_shared<PrefixStore>("gloo/" + std::to_string(gid) + "/exchange", store), rank,
-      size, std::move(device), options.timeout, describe + " (exchange connections)");
+  // The fused exchange's connections (GlooFusedExchange): a connection of our own between two
+  // ranks, on the address Gloo listens on; a ring of Gloo pairs of their own for more.
+  std::unique_ptr<GlooMesh> ring;
+  std::unique_ptr<PeerConnection> peer;
+  const std::string exchange_prefix = "gloo/" + std::to_string(gid) + "/exchange";
+  if (size == 2) {
+    peer = std::make_unique<PeerConnection>(std::make_shared<PrefixStore>(exchange_prefix, store),
+                                            "peer", rank, mesh->host(),
+                                            describe + " (exchange connection)");
+  } else if (size > 2) {
+    ring = std::make_unique<GlooMesh>(std::make_shared<PrefixStore>(exchange_prefix, store), rank,
+                                      size, std::move(device), options.timeout,
+                                      describe + " (exchange connections)");
+  }
+  auto exchange = std::make_unique<GlooFusedExchange>(rank, size, std::move(ring), std::move(peer));
   // Where this rank listens, as Gloo bound it (GLOG_v=1, or GLOG_vmodule=gloo_comm_context=1):
   // the multi-node tests assert with it that nothing listens on loopback.
   VLOG(1) << describe << " listens on " << listening << " (chosen by "
           << (attr.iface.empty() ? "address " + attr.hostname : "interface " + attr.iface) << ")";
-  return std::make_unique<GlooCommContext>(std::move(mesh), std::move(exchange_mesh),
+  return std::make_unique<GlooCommContext>(std::move(mesh), std::move(exchange),
                                            std::move(group_store), options.timeout,
                                            std::move(describe), options, gid);
 }

@@ -21,11 +21,6 @@ struct GlooOptions {
   std::string iface;
   std::chrono::milliseconds timeout = std::chrono::minutes(30);
   std::string group_desc;  // the user's description of the group, in every message
-  // Two ranks: the exchange's synchronous socket and the socket all-reduce, which read and
-  // write the pair's socket found in /proc/self/fd. Off for a communicator whose two processes
-  // are also connected by another communicator of this process (the hierarchical path's
-  // leaders), where that lookup can pick the other communicator's socket.
-  bool socket_fast_paths = true;
 };
 
 // Where Gloo listens for `options`: exactly one of hostname / iface is set (the rule

@@ -20,6 +20,7 @@
 #include "phi/core/distributed/cpu_coalesce.h"
 #include "phi/core/distributed/cpu_reduce.h"
 #include "phi/core/distributed/gloo_mesh_internal.h"
+#include "phi/core/distributed/peer_connection_internal.h"
 #include "phi/core/distributed/shm_group.h"
 #include "phi/core/distributed/spin_policy.h"
 #include "phi/core/errors.h"
@@ -56,77 +57,77 @@ void GlooCall(const char* what, F&& f,
 // which would otherwise report the same op with less to say (and abort by default).
 constexpr std::chrono::milliseconds kRollCallBudget{300};
 
-// An all-gather of blocks up to Capacity() bytes whose sizes may differ across ranks, on
-// buffers bound once to the pairs (gloo_fused_exchange.cc explains the protocol). It runs on
-// connections of its own: Gloo sizes a socket's send buffer to its first bound message and so
-// turns the kernel's buffer autotuning off, which would slow large unbound transfers on the
-// same socket 50-100x (a 1 MiB all-reduce took 90 ms instead of 1 ms). It carries
-// the agreement check with its payload (one exchange per checked op), and the small
-// all-gathers and all-reduces. Only the comm stream's thread uses it; needs more than one
-// rank, and every pair connected.
+// An all-gather of blocks up to Capacity() bytes whose sizes may differ across ranks
+// (gloo_fused_exchange.cc explains the protocol). It carries the agreement check with its
+// payload (one exchange per checked op), and the small all-gathers and all-reduces. It runs
+// on connections of its own: with two ranks a PeerConnection (peer_connection_internal.h),
+// which the two-rank all-reduce streams over too; with three or more a ring of Gloo pairs
+// with buffers bound once. Not on the communicator's pairs: Gloo sizes a socket's send
+// buffer to its first bound message and so turns the kernel's buffer autotuning off, which
+// would slow large unbound transfers on the same socket 50-100x (a 1 MiB all-reduce took
+// 90 ms instead of 1 ms). Only the comm stream's thread runs it (Abort and SetTimeout: any
+// thread); needs more than one rank.
 class GlooFusedExchange {
  public:
-  // `mesh`: the exchange's own connections; it outlives the exchange.
-  // `sync_pair`: with two ranks, a synchronous pair read and written by this thread (its
-  // socket found by the mesh); false keeps Gloo's asynchronous pairs.
-  GlooFusedExchange(const GlooMesh* mesh, bool sync_pair);
+  // Exactly one of `ring` (three or more ranks) and `peer` (two ranks).
+  GlooFusedExchange(int rank, int size, std::unique_ptr<GlooMesh> ring,
+                    std::unique_ptr<PeerConnection> peer);
   ~GlooFusedExchange();
   // The same on every rank of a group of `size`.
   static size_t CapacityFor(int size);
   size_t Capacity() const { return capacity_; }
   size_t Stride() const { return stride_; }
+  // Connects the exchange's connections (the group's timeout).
+  void Connect();
   // Sends `bytes` (<= Capacity()) and returns where rank r's block starts: at
   // result + r * Stride(), (*lengths)[r] bytes long. Valid until the next call.
   const char* Run(const void* mine, size_t bytes, std::vector<size_t>* lengths);
+  // Two ranks only: the all-reduce of `count` elements as a reduce-scatter and an all-gather
+  // streamed both ways at once over the peer connection (gloo_two_rank_allreduce.cc).
+  // `reduce` combines rank 0's operand with rank 1's; `average` divides the result by 2.
+  // Raises Timeout for a peer silent for the group's timeout, Unavailable for a network
+  // failure, InvalidArgument when the peer streams another size.
+  void TwoRankAllReduce(const void* in, void* out, int64_t count, DataType dtype,
+                        CpuReduceFn reduce, bool average);
+  bool OnPeerConnection() const { return peer_ != nullptr; }
   // An op of Gloo's ran on the other connections: the next receive blocks at once
   // (SpinPolicy::Disarm). Any thread.
   void AfterGlooOp() { spin_.Disarm(); }
-  // set_timeout: the synchronous pair's socket takes `timeout` as its read and write
-  // deadline before the next call (Gloo sets the connection's at connect and keeps it).
-  // The asynchronous pairs of a ring keep the connection's. Any thread.
-  void SetTimeout(std::chrono::milliseconds timeout) { timeout_ms_.store(timeout.count()); }
-  // Two ranks only: the all-reduce of `count` elements as a reduce-scatter and an all-gather
-  // streamed both ways at once over the synchronous pair's socket (gloo_socket_allreduce.cc).
-  // `reduce` combines rank 0's operand with rank 1's; `average` divides the result by 2.
-  // Raises ::gloo::IoException for a network failure (its text says "Timed out" past
-  // `timeout`), InvalidArgument when the peer streams another size.
-  void SocketAllReduce(const void* in, void* out, int64_t count, DataType dtype,
-                       CpuReduceFn reduce, bool average, std::chrono::milliseconds timeout);
+  // Later calls and connections take `timeout`. Any thread.
+  void SetTimeout(std::chrono::milliseconds timeout);
+  // Closes the connections: the peers' calls on them fail at once, and so does this rank's
+  // on the peer connection. Any thread; never raises.
+  void Abort();
+  // " [the peer at ADDR is rank R: ...]" for the ring's peers named in `msg`.
+  std::string NamePeersIn(const std::string& msg) const {
+    return ring_ ? ring_->NamePeersIn(msg) : std::string();
+  }
 
  private:
-  void Bind();
-  void ApplyTimeout();  // the pending SetTimeout, on the calling (comm stream's) thread
-  std::atomic<int64_t> timeout_ms_{-1};  // -1: the connection's
-  int64_t applied_timeout_ms_ = -1;
-  const GlooMesh* mesh_;
-  std::shared_ptr<::gloo::Context> ctx_;
+  const char* RunRing(char* region, uint64_t call, size_t bytes);
+  const char* RunOnPeer(char* region, uint64_t call, size_t bytes);
+  void BindRing();
+  const int rank_, size_;
+  std::unique_ptr<GlooMesh> ring_;
+  std::unique_ptr<PeerConnection> peer_;
+  std::atomic<std::chrono::milliseconds> timeout_{};
   size_t capacity_, stride_;
   std::vector<char> buffer_;  // two regions of size blocks of stride_ bytes
   int region_ = 0;            // the region the next call uses
   uint64_t calls_ = 0;        // calls so far: the same count on every rank
-  std::unique_ptr<::gloo::transport::Buffer> send_, recv_;
-  const bool sync_pair_;  // two ranks may use a synchronous pair (the constructor's)
-  bool sync_ = false;  // the pairs are synchronous (two ranks; see Bind)
-  int send_fd_ = -1;   // the socket to the right neighbour (-1: not found)
-  // With two ranks, the synchronous pair's socket, which this thread reads and writes
-  // itself (polled before a blocking read; the socket all-reduce's stream); else -1.
-  int SyncSocket() const { return sync_ ? send_fd_ : -1; }
-  SpinPolicy spin_;  // for the synchronous pair's receives and the socket all-reduce
-  void AwaitReadable();
-  void RaiseSendBuffer() const;
-  size_t largest_send_ = 0;   // the largest message Gloo has sent on send_fd_
-  uint64_t socket_calls_ = 0;     // SocketAllReduce calls so far: the same on both ranks
-  std::vector<char> segment_;     // the peer's operand, one segment at a time
+  std::unique_ptr<::gloo::transport::Buffer> send_, recv_;  // the ring's bound buffers
+  SpinPolicy spin_;  // the peer connection's waits
+  uint64_t two_rank_calls_ = 0;  // TwoRankAllReduce calls so far: the same on both ranks
+  std::vector<char> segment_;    // the peer's operand, one segment at a time
 };
 
 class GlooCommContext : public CommContext {
  public:
-  // `exchange_mesh` connects the same ranks over connections of their own, for the fused
-  // exchange only (see GlooFusedExchange). `store`: the group's rendezvous prefix, where the
+  // `exchange`: the fused exchange, on connections of its own. `store`: the group's rendezvous prefix, where the
   // first collective decides whether the ranks share a host (ShmGroup::Create).
   // `options`, `gid`: what the group was created with (the hierarchical path's network
   // step makes a communicator of its own with them).
-  GlooCommContext(std::unique_ptr<GlooMesh> mesh, std::unique_ptr<GlooMesh> exchange_mesh,
+  GlooCommContext(std::unique_ptr<GlooMesh> mesh, std::unique_ptr<GlooFusedExchange> exchange,
                   std::shared_ptr<Store> store, std::chrono::milliseconds timeout,
                   std::string describe, GlooOptions options = {}, int gid = 0);
   ~GlooCommContext() override;
@@ -149,7 +150,7 @@ class GlooCommContext : public CommContext {
   void Recv(void* recv, int64_t count, DataType dtype, int peer, int tag, Stream*,
             int* source) override;
   size_t VariableGatherCapacity() const override {
-    return GetSize() > 1 ? exchange_.Capacity() : 0;
+    return GetSize() > 1 ? exchange_->Capacity() : 0;
   }
   size_t GatheredAllReduceLimit() const override;
   const char* VariableAllGather(const void* send, size_t bytes, size_t* stride,
@@ -167,24 +168,20 @@ class GlooCommContext : public CommContext {
   void ConnectAll() override {
     Call("connect", [this] {
       mesh_->EnsureAll();
-      exchange_mesh_->EnsureAll();
+      exchange_->Connect();
     });
   }
-  // Marks the communicator broken and closes its pairs and its shared segment: the peers'
-  // ops fail at once.
-  void Abort(const std::string& why) override {
-    MarkBroken("aborted: " + why);
-    if (ShmGroup* shm = shm_live_.load(std::memory_order_acquire)) shm->Abort(why);
-    if (Hierarchy* h = hier_live_.load(std::memory_order_acquire)) h->Abort(why);
-    mesh_->CloseConnected();
-    exchange_mesh_->CloseConnected();
-  }
+  // Marks the communicator broken and closes its connections and its shared segment: the
+  // peers' ops fail at once. This rank's own op ends at once on the shared segment, the
+  // exchange's connections and in point-to-point waits; inside one of Gloo's algorithms it
+  // ends at the group's timeout (Gloo offers no way to wake it; the engine's task is
+  // completed at once all the same). gloo_p2p.cc has the point-to-point part.
+  void Abort(const std::string& why) override;
   // Later calls, connections and the shared segment's waits use `timeout`.
   void SetTimeout(std::chrono::milliseconds timeout) override {
     timeout_.store(timeout);
     mesh_->SetTimeout(timeout);
-    exchange_mesh_->SetTimeout(timeout);
-    exchange_.SetTimeout(timeout);
+    exchange_->SetTimeout(timeout);
     if (ShmGroup* shm = shm_live_.load(std::memory_order_acquire)) shm->SetTimeout(timeout);
     if (Hierarchy* h = hier_live_.load(std::memory_order_acquire)) h->SetTimeout(timeout);
   }
@@ -285,7 +282,6 @@ class GlooCommContext : public CommContext {
   std::atomic<Hierarchy*> hier_live_{nullptr};
 
   std::unique_ptr<GlooMesh> mesh_;
-  std::unique_ptr<GlooMesh> exchange_mesh_;
   std::shared_ptr<Store> store_;
   std::shared_ptr<::gloo::Context> ctx_;
   std::atomic<std::chrono::milliseconds> timeout_;
@@ -304,7 +300,13 @@ class GlooCommContext : public CommContext {
   std::vector<char> rs_acc_, rs_incoming_;  // ReduceScatter scratch
   std::vector<char> reduce_scratch_;        // non-root output of Reduce
   std::vector<size_t> lengths_;             // the fused exchange's block lengths
-  GlooFusedExchange exchange_;
+  std::unique_ptr<GlooFusedExchange> exchange_;
+  // The unbound buffers a point-to-point or reduce-scatter wait blocks on, so that Abort can
+  // wake it (Gloo's abortWaitSend/abortWaitRecv); guarded by broken_mu_.
+  std::vector<std::pair<::gloo::transport::UnboundBuffer*, bool /*recv*/>> waiting_;
+  // Waits for `buf`'s send or receive, within the timeout, unless Abort comes first.
+  // False on a timeout; raises the abort (Unavailable).
+  bool AbortableWait(::gloo::transport::UnboundBuffer* buf, bool recv, int* source);
 };
 
 // ------------------------------------------------------------------ inline templates
@@ -337,17 +339,19 @@ void GlooCommContext::Call(const char* what, F&& f, bool on_exchange) {
   bool gloo_timed_out = false;
   try {
     GlooCall(what, std::forward<F>(f), timeout_.load(), &gloo_timed_out);
-    if (!on_exchange) exchange_.AfterGlooOp();
+    if (!on_exchange) exchange_->AfterGlooOp();
   } catch (const EnforceNotMet& e) {
     std::string msg = e.what();
     if (e.code() == ErrorCode::kUnavailable) {
-      msg += mesh_->NamePeersIn(msg) + exchange_mesh_->NamePeersIn(msg);
+      msg += mesh_->NamePeersIn(msg) + exchange_->NamePeersIn(msg);
     }
     // A silent peer (partition, SIGSTOP) closes nothing: ask the store who is still there.
-    if (gloo_timed_out) msg += mesh_->RollCall(kRollCallBudget);
+    // The exchange's peer connection raises its timeouts itself.
+    const bool timed_out = gloo_timed_out || (on_exchange && e.code() == ErrorCode::kTimeout);
+    if (timed_out) msg += mesh_->RollCall(kRollCallBudget);
     MarkBroken(msg);
     if (e.code() == ErrorCode::kUnavailable) throw UnavailableError(msg);
-    if (gloo_timed_out) throw TimeoutError(msg);
+    if (timed_out) throw TimeoutError(msg);
     throw;
   }
 }

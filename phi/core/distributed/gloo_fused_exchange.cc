@@ -23,22 +23,23 @@
 // two numbers both say "this call" has arrived whole (the transport writes it in order) and
 // is used; only a block that is missing or cut short is an error.
 //
-// Every send is written before the call returns, so nothing of this rank's is left in a
-// Gloo queue when it ends: with two ranks the pair is synchronous (see Bind) and this thread
-// writes itself; on larger rings Gloo's loop thread writes and the call waits for each send.
-// (Without that, a rank that ended right after its call dropped a queued tail with the pair,
-// and its right neighbour missed the end of a block: 1 DataParallel run in 30.) A send that
-// completed never raises in its wait, and the right neighbour cannot finish before it has
-// read all of it, so a write or read that cannot complete within the timeout (a silent
-// neighbour) is this call's failure and raises here, with the call's own timing.
+// On the ring every send is waited for before the call returns, so nothing of this rank's is
+// left in a Gloo queue when it ends (a rank that ended right after its call once dropped a
+// queued tail with the pair, and its right neighbour missed the end of a block: 1
+// DataParallel run in 30). A send that completed never raises in its wait, and the right
+// neighbour cannot finish before it has read all of it, so a write or read that cannot
+// complete within the timeout (a silent neighbour) is this call's failure and raises here.
+//
+// With two ranks the same blocks cross the peer connection both ways at once (one duplex
+// stream per call: the header, then the payload the header announces). The two regions and
+// the call numbers are kept, so the result has the ring's layout; a peer that closes right
+// after its call has written everything first (a socket delivers what was sent before its
+// end), so no salvage is needed there.
 //
 // Sizes may differ across ranks (up to the capacity, which every rank has the same: it
 // depends on the group size only), so the agreement check can exchange records and payloads
 // of any size here before the sizes are known to agree: nothing a peer sends can overflow
 // this rank's buffer, and every rank sees every rank's length.
-#include <poll.h>
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -67,131 +68,166 @@ size_t GlooFusedExchange::CapacityFor(int size) {
   return std::max<size_t>(size_t{8} << 10, std::min<size_t>(size_t{256} << 10, by_size)) + 256;
 }
 
-GlooFusedExchange::GlooFusedExchange(const GlooMesh* mesh, bool sync_pair)
-    : mesh_(mesh),
-      ctx_(mesh->context()),
-      capacity_(CapacityFor(ctx_->size)),
-      stride_(kHeader + capacity_ + kTrailer),
-      sync_pair_(sync_pair) {}
+GlooFusedExchange::GlooFusedExchange(int rank, int size, std::unique_ptr<GlooMesh> ring,
+                                     std::unique_ptr<PeerConnection> peer)
+    : rank_(rank),
+      size_(size),
+      ring_(std::move(ring)),
+      peer_(std::move(peer)),
+      capacity_(CapacityFor(size)),
+      stride_(kHeader + capacity_ + kTrailer) {}
 
 GlooFusedExchange::~GlooFusedExchange() = default;
 
-void GlooFusedExchange::Bind() {
-  const int n = ctx_->size, me = ctx_->rank;
+void GlooFusedExchange::SetTimeout(std::chrono::milliseconds timeout) {
+  timeout_.store(timeout);
+  if (ring_) ring_->SetTimeout(timeout);
+}
+
+void GlooFusedExchange::Connect() {
+  if (peer_) peer_->Connect(timeout_.load());
+  if (ring_) ring_->EnsureAll();
+}
+
+void GlooFusedExchange::Abort() {
+  if (peer_) peer_->Shutdown();
+  if (ring_) ring_->CloseConnected();
+}
+
+// The ring's buffers, bound once. Gloo sizes a pair's send buffer to the largest message sent
+// on it so far (the kernel allots twice that); sized by a small exchange, the next call's
+// message would not fit while the last one is unacked, and the receiver, in this ping-pong
+// pattern, delays that ACK by up to 40 ms: a 16 KiB all-reduce took 9 us at the median and
+// tens of ms now and then. So the first message on the pair is the whole second region,
+// which leaves a send buffer that two messages of any size fit: the left neighbour's lands
+// in this rank's second region before either uses it, and is awaited here.
+void GlooFusedExchange::BindRing() {
+  const int n = size_, me = rank_;
+  const auto& ctx = ring_->context();
   buffer_.assign(2 * static_cast<size_t>(n) * stride_, 0);
   const int left = (me + n - 1) % n, right = (me + 1) % n;
-  // Two ranks: a synchronous pair. This thread writes and reads the socket itself (blocking,
-  // with the pair's timeout as SO_SNDTIMEO / SO_RCVTIMEO) instead of Gloo's loop thread
-  // reading and waking it through a condition variable: one wake-up per message instead of
-  // two (8 B: 33 -> 8 us median; docs/benchmarks.md). Nothing else runs on these connections
-  // (GlooCommContext's second mesh). Not on a ring of three or more: a blocking write to a
-  // right neighbour that has gone silent would hold this rank's read from its left for up
-  // to another timeout, so the ranks would time out one after another instead of together
-  // and the roll call (gloo_roll_call.cc) could no longer tell the silent ranks apart.
-  sync_ = n == 2 && sync_pair_;
-  auto& pair = ctx_->getPair(right);
-  if (sync_) pair->setSync(true, /*busyPoll=*/false);
-  send_fd_ = sync_pair_ ? mesh_->SocketTo(right) : -1;
-  send_ = pair->createSendBuffer(kExchangeSlot, buffer_.data(), buffer_.size());
-  recv_ = ctx_->getPair(left)->createRecvBuffer(kExchangeSlot,
-                                                buffer_.data(), buffer_.size());
-  RaiseSendBuffer();
-}
-
-// Gloo sets a pair's send buffer to the size of the largest message sent on it so far (the
-// kernel allots twice that). For a small exchange that is two messages' worth, and with the
-// truesize overhead the next call's message no longer fits while the last one is unacked;
-// the receiver, in the ping-pong pattern, delays that ACK by up to 40 ms, the delayed-ACK
-// timer: a 16 KiB all-reduce took 9 us at the median and tens of ms now and then (means of
-// 230 us). A buffer of kSendBuffer never fills that way. Gloo only touches it again for a
-// message larger than any before, so it is restored after each of those (few) sends (Run),
-// and before the first. Best effort: it is speed only (the kernel caps it at wmem_max).
-void GlooFusedExchange::ApplyTimeout() {
-  const int64_t ms = timeout_ms_.load(std::memory_order_relaxed);
-  if (ms == applied_timeout_ms_ || SyncSocket() < 0) return;
-  applied_timeout_ms_ = ms;
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(ms / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((ms % 1000) * 1000);
-  setsockopt(SyncSocket(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  setsockopt(SyncSocket(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-}
-
-void GlooFusedExchange::RaiseSendBuffer() const {
-  constexpr int kSendBuffer = 1 << 20;
-  if (send_fd_ < 0) return;
-  int want = kSendBuffer;
-  setsockopt(send_fd_, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want));
-}
-
-// With two ranks this thread reads the synchronous pair's socket itself: it polls it under
-// the CPU transports' spin rule (spin_policy.h) before it blocks in Gloo's read.
-void GlooFusedExchange::AwaitReadable() {
-  const int fd = SyncSocket();
-  if (fd < 0) return;
-  spin_.Spin([fd] {
-    pollfd p{fd, POLLIN, 0};
-    return poll(&p, 1, 0) != 0;  // readable (or an error: Gloo's read reports it)
-  });
+  send_ = ctx->getPair(right)->createSendBuffer(kExchangeSlot, buffer_.data(), buffer_.size());
+  recv_ = ctx->getPair(left)->createRecvBuffer(kExchangeSlot, buffer_.data(), buffer_.size());
+  const size_t second = static_cast<size_t>(n) * stride_;
+  send_->send(second, second, second);
+  send_->waitSend();
+  recv_->waitRecv();
 }
 
 const char* GlooFusedExchange::Run(const void* mine, size_t bytes,
                                    std::vector<size_t>* lengths) {
-  const int n = ctx_->size, me = ctx_->rank;
-  if (!send_) Bind();
-  ApplyTimeout();
+  const int n = size_;
+  if (buffer_.empty()) {
+    if (ring_) {
+      BindRing();
+    } else {
+      buffer_.assign(2 * static_cast<size_t>(n) * stride_, 0);
+    }
+  }
   char* region = buffer_.data() + static_cast<size_t>(region_) * n * stride_;
   region_ = 1 - region_;
   const uint64_t call = ++calls_;
+  char* own = region + static_cast<size_t>(rank_) * stride_;
+  const uint64_t len = bytes;
+  std::memcpy(own, &len, sizeof(len));
+  std::memcpy(own + sizeof(len), &call, sizeof(call));
+  if (bytes > 0) std::memcpy(own + kHeader, mine, bytes);
+  std::memcpy(own + kHeader + bytes, &call, sizeof(call));
+  const char* out = peer_ ? RunOnPeer(region, call, bytes) : RunRing(region, call, bytes);
+  lengths->resize(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    std::memcpy(&(*lengths)[static_cast<size_t>(r)], region + static_cast<size_t>(r) * stride_,
+                sizeof(uint64_t));
+  }
+  return out;
+}
+
+namespace {
+uint64_t Field(const char* at) {
+  uint64_t v = 0;
+  std::memcpy(&v, at, sizeof(v));
+  return v;
+}
+
+// This rank's block out and the peer's block in, at once: [u64 length][u64 call][payload].
+class BlockStreams : public DuplexStreams {
+ public:
+  BlockStreams(const char* mine, size_t mine_len, char* theirs, size_t capacity, uint64_t call,
+               int peer)
+      : mine_(mine), theirs_(theirs), send_total_(kHeader + mine_len), capacity_(capacity),
+        call_(call), peer_(peer) {}
+  size_t SendTotal() const override { return send_total_; }
+  size_t RecvTotal() const override { return recv_total_; }
+  size_t ReadyToSend(size_t sent, const char** from) override {
+    *from = mine_ + sent;
+    return send_total_ - sent;
+  }
+  size_t RoomToReceive(size_t received, char** to) override {
+    *to = theirs_ + received;
+    return recv_total_ - received;
+  }
+  void Received(size_t before, size_t after) override {
+    if (before >= kHeader || after < kHeader) return;
+    const uint64_t len = Field(theirs_), call = Field(theirs_ + sizeof(uint64_t));
+    PADDLE_ENFORCE(call == call_ && len <= capacity_,
+                   errors::External("fused exchange: rank %d's block is out of step (call %llu "
+                                    "of %llu bytes, expected call %llu of at most %zu): a "
+                                    "corrupted or foreign message",
+                                    peer_, static_cast<unsigned long long>(call),
+                                    static_cast<unsigned long long>(len),
+                                    static_cast<unsigned long long>(call_), capacity_));
+    recv_total_ = kHeader + len;
+  }
+
+ private:
+  const char* mine_;
+  char* theirs_;
+  const size_t send_total_, capacity_;
+  size_t recv_total_ = kHeader;  // until the header says how much follows
+  const uint64_t call_;
+  const int peer_;
+};
+}  // namespace
+
+const char* GlooFusedExchange::RunOnPeer(char* region, uint64_t call, size_t bytes) {
+  const int peer = 1 - rank_;
+  char* theirs = region + static_cast<size_t>(peer) * stride_;
+  BlockStreams streams(region + static_cast<size_t>(rank_) * stride_, bytes, theirs, capacity_,
+                       call, peer);
+  peer_->Duplex("the fused exchange", &streams, timeout_.load(), &spin_);
+  std::memcpy(theirs + streams.RecvTotal(), &call, sizeof(call));  // the ring's layout
+  return region + kHeader;
+}
+
+const char* GlooFusedExchange::RunRing(char* region, uint64_t call, size_t) {
+  const int n = size_, me = rank_;
   auto block = [&](int r) { return region + static_cast<size_t>(r) * stride_; };
-  auto field = [](const char* at) {
-    uint64_t v = 0;
-    std::memcpy(&v, at, sizeof(v));
-    return v;
-  };
   // Whether block r of this call arrived whole (see the top of the file).
   auto whole = [&](int r) {
     const char* b = block(r);
-    const uint64_t len = field(b);
-    return field(b + sizeof(uint64_t)) == call && len <= capacity_ &&
-           field(b + kHeader + len) == call;
+    const uint64_t len = Field(b);
+    return Field(b + sizeof(uint64_t)) == call && len <= capacity_ &&
+           Field(b + kHeader + len) == call;
   };
-  const uint64_t len = bytes;
-  std::memcpy(block(me), &len, sizeof(len));
-  std::memcpy(block(me) + sizeof(len), &call, sizeof(call));
-  if (bytes > 0) std::memcpy(block(me) + kHeader, mine, bytes);
-  std::memcpy(block(me) + kHeader + bytes, &call, sizeof(call));
   const size_t region_offset = static_cast<size_t>(region - buffer_.data());
   int carried = me;  // the block sent this round
   for (int round = 0; round < n - 1; ++round) {
     const size_t offset = region_offset + static_cast<size_t>(carried) * stride_;
-    const uint64_t carried_len = field(block(carried));
+    const uint64_t carried_len = Field(block(carried));
     PADDLE_ENFORCE(carried_len <= capacity_,
                    errors::External("fused exchange: rank %d's block says %llu bytes, more than "
                                     "the capacity of %zu (a corrupted message)",
                                     carried, static_cast<unsigned long long>(carried_len),
                                     capacity_));
-    const size_t message = kHeader + carried_len + kTrailer;
-    send_->send(offset, message, offset);
-    if (message > largest_send_) {  // Gloo may have just set the send buffer to this size
-      largest_send_ = message;
-      RaiseSendBuffer();
-    }
-    if (sync_) send_->waitSend();  // written already; a synchronous pair counts one at a time
+    send_->send(offset, kHeader + carried_len + kTrailer, offset);
     carried = (carried + n - 1) % n;  // the left neighbour's block, arriving now
-    AwaitReadable();
     try {
       recv_->waitRecv();
     } catch (...) {
       if (!whole(carried)) throw;
     }
-    if (sync_) spin_.Ended();
   }
-  if (!sync_) {
-    for (int round = 0; round < n - 1; ++round) send_->waitSend();
-  }
-  lengths->resize(static_cast<size_t>(n));
-  for (int r = 0; r < n; ++r) (*lengths)[static_cast<size_t>(r)] = field(block(r));
+  for (int round = 0; round < n - 1; ++round) send_->waitSend();
   return region + kHeader;
 }
 

@@ -56,7 +56,7 @@ std::unique_ptr<GlooCommContext::Hierarchy> GlooCommContext::MakeHierarchy(
   if (local_size > 1) {
     auto local_store = std::make_shared<PrefixStore>(host_tag, store);
     local_store->set(ShmGroup::HostKey(local_rank), ShmGroup::HostValue());
-    h->local = ShmGroup::Create(local_store, local_rank, local_size, exchange_.Capacity(),
+    h->local = ShmGroup::Create(local_store, local_rank, local_size, exchange_->Capacity(),
                                 timeout_.load(), describe_ + " (this host's ranks)");
   }
   // Every host must have its segment (one may fail to make it: a full /dev/shm), or no rank
@@ -76,7 +76,6 @@ std::unique_ptr<GlooCommContext::Hierarchy> GlooCommContext::MakeHierarchy(
     GlooOptions o = options_;
     o.timeout = timeout_.load();
     o.group_desc = options_.group_desc.empty() ? "leaders" : options_.group_desc + " leaders";
-    o.socket_fast_paths = false;  // two communicators of this process reach the same peers
     const int leader_index =
         static_cast<int>(std::find(leaders.begin(), leaders.end(), me) - leaders.begin());
     h->leaders = CreateGlooCommContext(std::make_shared<PrefixStore>("hier/leaders", store),

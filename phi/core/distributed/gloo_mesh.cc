@@ -1,12 +1,7 @@
 #include "phi/core/distributed/gloo_mesh_internal.h"
 
-#include <dirent.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <cstring>
 
 #include <gloo/common/error.h>
@@ -36,66 +31,6 @@ class UnconnectedContext : public ::gloo::Context {
     setTimeout(timeout);
   }
 };
-
-bool SameEndpoint(const sockaddr_storage& a, const sockaddr_storage& b) {
-  if (a.ss_family != b.ss_family) return false;
-  if (a.ss_family == AF_INET) {
-    const auto& x = reinterpret_cast<const sockaddr_in&>(a);
-    const auto& y = reinterpret_cast<const sockaddr_in&>(b);
-    return x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr;
-  }
-  if (a.ss_family == AF_INET6) {
-    const auto& x = reinterpret_cast<const sockaddr_in6&>(a);
-    const auto& y = reinterpret_cast<const sockaddr_in6&>(b);
-    return x.sin6_port == y.sin6_port &&
-           std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof(x.sin6_addr)) == 0;
-  }
-  return false;
-}
-
-// The socket of a connected pair, looked up in /proc/self/fd: Gloo keeps it in a protected
-// member of a class whose header Debian's package cannot compile. Its local end is the
-// pair's address (Gloo resets that to the socket's own name once connected); that alone is
-// ambiguous on the connecting side, whose ephemeral port this process's connections to
-// other peers may share (Linux reuses a connect-bound port when the four-tuple differs: one
-// run found another group's socket that way), so several candidates are told apart by the
-// remote end, which there is the peer's listening address. -1 when none or several remain.
-int FindPairSocket(const sockaddr_storage& local, const sockaddr_storage& peer_listening) {
-  std::vector<int> candidates;
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return -1;
-  while (dirent* e = readdir(dir)) {
-    char* end = nullptr;
-    const long fd = std::strtol(e->d_name, &end, 10);
-    if (end == e->d_name || *end != '\0' || fd == dirfd(dir)) continue;
-    sockaddr_storage name{};
-    socklen_t len = sizeof(name);
-    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&name), &len) == 0 &&
-        SameEndpoint(name, local)) {
-      candidates.push_back(static_cast<int>(fd));
-    }
-  }
-  closedir(dir);
-  if (candidates.size() == 1) return candidates[0];
-  int found = -1;
-  for (int fd : candidates) {
-    sockaddr_storage remote{};
-    socklen_t len = sizeof(remote);
-    if (getpeername(fd, reinterpret_cast<sockaddr*>(&remote), &len) == 0 &&
-        SameEndpoint(remote, peer_listening)) {
-      if (found >= 0) return -1;
-      found = fd;
-    }
-  }
-  return found;
-}
-
-// The two ends of a connected socket; false when `fd` is not one.
-bool EndsOf(int fd, sockaddr_storage* local, sockaddr_storage* remote) {
-  socklen_t llen = sizeof(*local), rlen = sizeof(*remote);
-  return getsockname(fd, reinterpret_cast<sockaddr*>(local), &llen) == 0 &&
-         getpeername(fd, reinterpret_cast<sockaddr*>(remote), &rlen) == 0;
-}
 
 // The published value: for every peer, [int32 peer][int32 n][n address bytes].
 void AppendEntry(std::string* out, int32_t peer, const std::vector<char>& bytes) {
@@ -150,8 +85,7 @@ GlooMesh::GlooMesh(std::shared_ptr<Store> store, int rank, int size,
       timeout_(timeout),
       describe_(std::move(describe)),
       device_(std::move(device)),
-      connected_(static_cast<size_t>(size), 0),
-      sockets_(static_cast<size_t>(size)) {
+      connected_(static_cast<size_t>(size), 0) {
   transport_ = device_->createContext(rank, size);
   transport_->setTimeout(timeout);
   std::string mine;
@@ -250,14 +184,6 @@ void GlooMesh::ConnectLocked(int peer) {
       remote_peers_.push_back(peer);
     }
   }
-  Socket& sock = sockets_[static_cast<size_t>(peer)];
-  const auto* self = dynamic_cast<const ::gloo::transport::tcp::Address*>(
-      &transport_->getPair(peer)->address());
-  sock.fd = self == nullptr
-                ? -1
-                : FindPairSocket(self->getSockaddr(),
-                                 ::gloo::transport::tcp::Address(bytes).getSockaddr());
-  if (sock.fd >= 0 && !EndsOf(sock.fd, &sock.local, &sock.remote)) sock.fd = -1;
   connected_[static_cast<size_t>(peer)] = 1;
   VLOG(2) << describe_ << ": connected to rank " << peer;
 }
@@ -272,19 +198,6 @@ void GlooMesh::CloseConnected() {
     peers.push_back(r);
     locks.push_back(std::move(lk));
   }
-  // First wake every thread of this process blocked on these sockets (and send the peers
-  // their FIN): only a shutdown does (a blocked call holds the file, so a close does not),
-  // and Gloo's close would wait for a synchronous pair's reader to let go. Gloo may have
-  // closed a pair after a failure and the number been reused: only a socket that still has
-  // both of the pair's ends is shut down.
-  for (int r : peers) {
-    const Socket& sock = sockets_[static_cast<size_t>(r)];
-    sockaddr_storage local{}, remote{};
-    if (sock.fd >= 0 && EndsOf(sock.fd, &local, &remote) && SameEndpoint(local, sock.local) &&
-        SameEndpoint(remote, sock.remote)) {
-      shutdown(sock.fd, SHUT_RDWR);
-    }
-  }
   for (int r : peers) {
     try {
       transport_->getPair(r)->close();
@@ -292,11 +205,6 @@ void GlooMesh::CloseConnected() {
       VLOG(1) << describe_ << ": closing the pair with rank " << r << ": " << e.what();
     }
   }
-}
-
-int GlooMesh::SocketTo(int peer) const {
-  if (peer < 0 || peer >= size_ || peer == rank_) return -1;
-  return sockets_[static_cast<size_t>(peer)].fd;
 }
 
 std::string GlooMesh::NamePeersIn(const std::string& msg) const {

@@ -22,7 +22,6 @@
 #include <string>
 #include <vector>
 
-#include <sys/socket.h>
 
 #include <gloo/context.h>
 #include <gloo/transport/device.h>
@@ -54,17 +53,15 @@ class GlooMesh {
   void EnsureAll();
 
   // Closes every connected pair (Abort): a peer's op on them fails at once with a network
-  // error instead of waiting for its timeout, and so does this rank's own op blocked on them
-  // (the sockets are shut down first, which wakes a blocked reader; Gloo's close alone does
-  // not). A pair still being connected (its lock held) is left to fail at its own timeout.
-  // Idempotent; never raises.
+  // error instead of waiting for its timeout. This rank's own op blocked in one of Gloo's
+  // waits is not woken (Gloo's close does not signal the pair's buffers, and the one call
+  // that does is not public); GlooCommContext wakes the waits it owns itself. A pair still
+  // being connected (its lock held) is left to fail at its own timeout. Idempotent; never
+  // raises.
   void CloseConnected();
 
-  // The socket of the connected pair with `peer` (-1 when not connected): Gloo keeps it
-  // protected, and only a shutdown(2) wakes a thread blocked on a socket, or a poll tells
-  // whether data waits without taking it. Valid while the pair is open. Call after
-  // EnsurePeer/EnsureAll returned on this thread.
-  int SocketTo(int peer) const;
+  // This rank's listening address without the port (the network the group runs on).
+  const std::string& host() const { return my_host_; }
 
   // " [the peer at ADDR is rank R: ...]" for each known peer address in `msg`.
   std::string NamePeersIn(const std::string& msg) const;
@@ -96,13 +93,6 @@ class GlooMesh {
   std::shared_ptr<::gloo::Context> context_;
   std::vector<std::unique_ptr<std::mutex>> peer_mu_;
   std::vector<char> connected_;  // per peer, guarded by that peer's mutex
-  // Per peer, set when it connects (guarded like connected_): the pair's socket and its
-  // two ends, so that Abort shuts down only that connection (see CloseConnected).
-  struct Socket {
-    int fd = -1;
-    sockaddr_storage local{}, remote{};
-  };
-  std::vector<Socket> sockets_;
   std::atomic<bool> all_connected_{false};
   mutable std::mutex names_mu_;
   std::map<std::string, int> peer_by_address_;  // a peer's listening address -> its rank

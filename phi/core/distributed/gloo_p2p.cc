@@ -235,9 +235,51 @@ void GlooCommContext::GroupEnd() {
 // Nothing of the group was posted yet: dropping it is enough.
 void GlooCommContext::GroupAbort() { group_.Abort(); }
 
+bool GlooCommContext::AbortableWait(::gloo::transport::UnboundBuffer* buf, bool recv,
+                                    int* source) {
+  {
+    std::lock_guard<std::mutex> lk(broken_mu_);
+    PADDLE_ENFORCE(broken_.empty(), errors::Unavailable("%s: %s", describe_.c_str(),
+                                                        broken_.c_str()));
+    waiting_.emplace_back(buf, recv);
+  }
+  bool done = false;
+  try {
+    done = recv ? buf->waitRecv(source, timeout_.load()) : buf->waitSend(timeout_.load());
+  } catch (...) {
+    std::lock_guard<std::mutex> lk(broken_mu_);
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), std::make_pair(buf, recv)));
+    throw;
+  }
+  std::lock_guard<std::mutex> lk(broken_mu_);
+  waiting_.erase(std::find(waiting_.begin(), waiting_.end(), std::make_pair(buf, recv)));
+  // Gloo returns false for an aborted wait and for one that timed out.
+  PADDLE_ENFORCE(done || broken_.empty(),
+                 errors::Unavailable("%s: %s", describe_.c_str(), broken_.c_str()));
+  return done;
+}
+
+void GlooCommContext::Abort(const std::string& why) {
+  MarkBroken("aborted: " + why);
+  {
+    std::lock_guard<std::mutex> lk(broken_mu_);
+    for (const auto& w : waiting_) {
+      if (w.second) {
+        w.first->abortWaitRecv();
+      } else {
+        w.first->abortWaitSend();
+      }
+    }
+  }
+  if (ShmGroup* shm = shm_live_.load(std::memory_order_acquire)) shm->Abort(why);
+  if (Hierarchy* h = hier_live_.load(std::memory_order_acquire)) h->Abort(why);
+  exchange_->Abort();
+  mesh_->CloseConnected();
+}
+
 void GlooCommContext::WaitSend(::gloo::transport::UnboundBuffer* buf, int peer) {
   Call("send", [&] {
-    if (!buf->waitSend(timeout_.load())) {
+    if (!AbortableWait(buf, /*recv=*/false, nullptr)) {
       PADDLE_THROW(errors::Timeout("Gloo send to rank %d did not complete within %lld ms.",
                                    peer, static_cast<long long>(timeout_.load().count())));
     }
@@ -247,7 +289,7 @@ void GlooCommContext::WaitSend(::gloo::transport::UnboundBuffer* buf, int peer) 
 int GlooCommContext::WaitRecv(::gloo::transport::UnboundBuffer* buf, int peer) {
   int src = -1;
   Call("recv", [&] {
-    if (!buf->waitRecv(&src, timeout_.load())) {
+    if (!AbortableWait(buf, /*recv=*/true, &src)) {
       PADDLE_THROW(errors::Timeout("Gloo recv from rank %d did not complete within %lld ms.",
                                    peer, static_cast<long long>(timeout_.load().count())));
     }
