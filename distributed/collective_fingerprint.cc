@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "distributed/op_signature.h"
 #include "phi/core/errors.h"
 #include "phi/core/distributed/rank_list.h"
 
@@ -19,31 +20,11 @@ std::string CollectiveFingerprintChecker::Key(uint64_t seq, int rank) const {
 }
 
 std::string CollectiveFingerprintChecker::Fingerprint(const OpDesc& d, uint64_t n) {
-  std::string s = std::string(CommTypeToString(d.type)) + " (collective #" + std::to_string(n) +
-                  ") dtype " + phi::DataTypeToString(d.dtype);
-  if (d.reduce_op >= 0) {
-    s += std::string(" op ") +
-         phi::distributed::ReduceOpToString(static_cast<phi::distributed::ReduceOp>(d.reduce_op));
-  }
-  switch (d.type) {
-    case CommType::SCATTER:
-      s += " numel " + std::to_string(d.numel_out);
-      break;
-    case CommType::ALLTOALL:
-    case CommType::COALESCED:
-      break;  // per-rank sizes may differ legitimately
-    default:
-      s += " numel " + std::to_string(d.numel_in);
-  }
-  if (d.type == CommType::BROADCAST || d.type == CommType::REDUCE ||
-      d.type == CommType::SCATTER || d.type == CommType::GATHER) {
-    s += " root " + std::to_string(d.peer);
-  }
-  return s;
+  return OpSignature::Of(d).ToString() + " (collective #" + std::to_string(n) + ")";
 }
 
 void CollectiveFingerprintChecker::Check(const OpDesc& desc, const std::string& group_desc) {
-  if (desc.type == CommType::SEND || desc.type == CommType::RECV || size_ == 1) return;
+  if (!OpSignature::IsComparedAcrossRanks(desc) || size_ == 1) return;
   std::lock_guard<std::mutex> lk(mu_);
   // Collectives are counted apart from the group's sequence numbers: point-to-point ops
   // take sequence numbers on their pair only.

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <vector>
 
+#include "distributed/op_observer.h"
 #include "distributed/stream_task.h"
 #include "phi/core/flags.h"
 
@@ -157,9 +158,23 @@ class Tracer {
 
 bool CommTraceEnabled() { return !FLAGS_comm_trace_dir.empty(); }
 
-void TraceCommTask(const OpDesc& desc, std::shared_ptr<TaskState> state, int gid, int rank,
-                   int64_t bytes) {
-  Tracer::Get().AddTask(desc, std::move(state), gid, rank, bytes);
+namespace {
+class CommTraceObserver : public OpObserver {
+ public:
+  CommTraceObserver(int gid, int rank) : gid_(gid), rank_(rank) {}
+  void OnIssue(const OpDesc& desc, const std::shared_ptr<TaskState>& state) override {
+    if (!CommTraceEnabled()) return;
+    Tracer::Get().AddTask(desc, state, gid_, rank_,
+                          desc.numel_in * static_cast<int64_t>(phi::SizeOf(desc.dtype)));
+  }
+
+ private:
+  const int gid_, rank_;
+};
+}  // namespace
+
+std::shared_ptr<OpObserver> MakeCommTraceObserver(int gid, int rank) {
+  return std::make_shared<CommTraceObserver>(gid, rank);
 }
 
 std::string FlushCommTrace() { return CommTraceEnabled() ? Tracer::Get().Write() : ""; }

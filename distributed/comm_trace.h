@@ -13,14 +13,13 @@
 namespace paddle_like {
 namespace distributed {
 
-struct OpDesc;
-struct TaskState;
+class OpObserver;
 
 // Whether FLAGS_comm_trace_dir is set (checked per op: the cost when off is this call).
 bool CommTraceEnabled();
-// Keeps `desc` and its state for the trace (up to FLAGS_comm_trace_max_events).
-void TraceCommTask(const OpDesc& desc, std::shared_ptr<TaskState> state, int gid, int rank,
-                   int64_t bytes);
+// A group's observer (op_observer.h): keeps each op and its state for the trace while the
+// flag is set (up to FLAGS_comm_trace_max_events).
+std::shared_ptr<OpObserver> MakeCommTraceObserver(int gid, int rank);
 // Writes what was recorded so far (also done at exit). Returns the file, "" when off.
 std::string FlushCommTrace();
 

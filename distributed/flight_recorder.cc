@@ -1,5 +1,7 @@
 #include "distributed/flight_recorder.h"
 
+#include "distributed/op_signature.h"
+
 namespace paddle_like {
 namespace distributed {
 
@@ -50,7 +52,7 @@ std::string FlightRecorder::DumpRecords() const {
            " dtype=" + phi::DataTypeToString(d.dtype) + " in=" + std::to_string(d.numel_in) +
            " out=" + std::to_string(d.numel_out) + " peer=" + std::to_string(d.peer) +
            " red=" + std::to_string(d.reduce_op) + " tag=" + std::to_string(d.tag) +
-           " p2p_seq=" + std::to_string(d.p2p_seq) +
+           " p2p_seq=" + std::to_string(d.p2p_seq) + " sig=" + OpSignature::Of(d).Token() +
            " state=" + TaskStatusName(e.state->status.load()) +
            " age_us=" + std::to_string(age.count()) +
            " done_us=" + std::to_string(e.state->finished_us.load()) + " name=" + d.name + "\n";

@@ -7,15 +7,19 @@
 #include <string>
 #include <vector>
 
+#include "distributed/op_observer.h"
 #include "distributed/stream_task.h"
 
 namespace paddle_like {
 namespace distributed {
 
-class FlightRecorder {
+class FlightRecorder : public OpObserver {
  public:
   explicit FlightRecorder(size_t capacity) : capacity_(capacity) {}
   void Record(const OpDesc& desc, std::shared_ptr<TaskState> state);
+  void OnIssue(const OpDesc& desc, const std::shared_ptr<TaskState>& state) override {
+    Record(desc, state);
+  }
   // Oldest first, one op per line.
   std::string Dump() const;
 
@@ -26,9 +30,10 @@ class FlightRecorder {
   // The recorded ops, oldest first (the watchdog's view).
   std::vector<Entry> Snapshot() const;
   // The recorded ops as the dump files tools/fr_trace reads: one op per line,
-  // "seq=.. op=.. dtype=.. in=.. out=.. peer=.. red=.. tag=.. p2p_seq=.. state=.. age_us=..
-  // done_us=.. name=..";
-  // seq is the collective number, p2p_seq the point-to-point one (0 for a collective).
+  // "seq=.. op=.. dtype=.. in=.. out=.. peer=.. red=.. tag=.. p2p_seq=.. sig=.. state=..
+  // age_us=.. done_us=.. name=..";
+  // seq is the collective number, p2p_seq the point-to-point one (0 for a collective), sig
+  // what the ranks must agree on (OpSignature::Token, op_signature.h).
   std::string DumpRecords() const;
 
  private:

@@ -1,5 +1,7 @@
 #include "distributed/op_agreement.h"
 
+#include "distributed/op_signature.h"
+
 #include <cstring>
 #include <map>
 #include <vector>
@@ -15,38 +17,17 @@ namespace {
 constexpr int64_t kRecordMagic = 0x504c4147;  // "PLAG", version 1
 enum Field { kMagic = 0, kType, kDtype, kCount, kReduceOp, kRoot, kFailed, kExtra };
 
-bool HasRoot(CommType t) {
-  return t == CommType::BROADCAST || t == CommType::REDUCE || t == CommType::SCATTER ||
-         t == CommType::GATHER;
-}
-
-int64_t AgreedCount(const OpDesc& d) {
-  switch (d.type) {
-    case CommType::REDUCE_SCATTER:
-    case CommType::SCATTER:
-      return d.numel_out;  // per rank
-    case CommType::ALLTOALL:
-      return -1;  // differs per rank; checked per pair
-    default:
-      return d.numel_in;
-  }
-}
-
-const char* ReduceOpName(int64_t op) {
-  if (op < 0) return nullptr;
-  return phi::distributed::ReduceOpToString(static_cast<ReduceOp>(op));
-}
-
 }  // namespace
 
 AgreementRecord MakeAgreementRecord(const OpDesc& d) {
+  const OpSignature sig = OpSignature::Of(d);
   AgreementRecord r;
   r.v[kMagic] = kRecordMagic;
-  r.v[kType] = static_cast<int64_t>(d.type);
-  r.v[kDtype] = static_cast<int64_t>(d.dtype);
-  r.v[kCount] = AgreedCount(d);
-  r.v[kReduceOp] = d.reduce_op;
-  r.v[kRoot] = HasRoot(d.type) ? d.peer : -1;
+  r.v[kType] = static_cast<int64_t>(sig.type);
+  r.v[kDtype] = static_cast<int64_t>(sig.dtype);
+  r.v[kCount] = sig.count;
+  r.v[kReduceOp] = sig.reduce_op;
+  r.v[kRoot] = sig.root;
   r.v[kFailed] = d.local_failure ? 1 : 0;
   r.v[kExtra] = d.local_failure ? d.failure_serial : 0;
   return r;
@@ -55,7 +36,7 @@ AgreementRecord MakeAgreementRecord(const OpDesc& d) {
 AgreementRecord MakeGroupRecord(const std::vector<OpDesc>& members) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a over the members' records
   for (const OpDesc& d : members) {
-    if (d.type == CommType::SEND || d.type == CommType::RECV) {
+    if (!OpSignature::IsComparedAcrossRanks(d)) {
       continue;  // P2P members differ per rank; their sizes are checked per pair
     }
     for (int64_t x : MakeAgreementRecord(d).v) {
@@ -80,12 +61,13 @@ std::string DescribeRecord(const AgreementRecord& r) {
     return s + " group (ops hash " + std::to_string(static_cast<uint64_t>(r.v[kExtra]) % 1000000) +
            ")";
   }
-  s += "(";
-  s += r.v[kCount] >= 0 ? std::to_string(r.v[kCount]) + " x " : std::string("any size x ");
-  s += phi::DataTypeToString(static_cast<phi::DataType>(r.v[kDtype]));
-  if (const char* op = ReduceOpName(r.v[kReduceOp])) s += std::string(", ") + op;
-  if (r.v[kRoot] >= 0) s += ", root " + std::to_string(r.v[kRoot]);
-  return s + ")";
+  OpSignature sig;
+  sig.type = type;
+  sig.dtype = static_cast<phi::DataType>(r.v[kDtype]);
+  sig.count = r.v[kCount];
+  sig.reduce_op = static_cast<int>(r.v[kReduceOp]);
+  sig.root = static_cast<int>(r.v[kRoot]);
+  return sig.ToString();
 }
 
 std::string LocalFailureKey(int gid, int rank, int64_t serial) {

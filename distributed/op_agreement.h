@@ -25,9 +25,7 @@ struct AgreementRecord {
   std::array<int64_t, 8> v{};
 };
 
-// The part of `desc` every rank must agree on. Ops whose sizes legitimately differ per rank
-// (AllToAll) agree on op and dtype only; their sizes are checked pair by pair by the
-// engine's point-to-point messages.
+// `desc`'s OpSignature (op_signature.h), the part every rank must agree on, as a record.
 AgreementRecord MakeAgreementRecord(const OpDesc& desc);
 // One record for a coalesced group: the number of ops and a hash of their records.
 AgreementRecord MakeGroupRecord(const std::vector<OpDesc>& members);

@@ -66,10 +66,13 @@ ProcessGroupWithStream::ProcessGroupWithStream(std::shared_ptr<phi::distributed:
                  phi::errors::InvalidArgument(
                      "A process group needs 0 <= rank < size, got rank %d, size %d.", rank,
                      size));
+  observers_ = {recorder_, MakeCommTraceObserver(gid, rank)};
   if (phi::CollectiveCheckMode() == phi::CollectiveCheck::kStore && store_) {
-    checker_ = std::make_unique<CollectiveFingerprintChecker>(store_, gid, rank, size,
+    checker_ = std::make_shared<CollectiveFingerprintChecker>(store_, gid, rank, size,
                                                               timeout_.load());
+    observers_.push_back(checker_);
   }
+  for (const auto& o : observers_) checks_before_issue_ |= o->ChecksBeforeIssue();
   watch_ = std::make_shared<WatchTarget>(
       "process group " + std::to_string(gid) + DescSuffix(group_desc_) + " (rank " +
           std::to_string(rank) + "/" + std::to_string(size) + ")",
@@ -228,11 +231,7 @@ std::shared_ptr<StreamTask> ProcessGroupWithStream::NewTask(const OpDesc& desc, 
         auto w = watch.lock();
         return w ? w->ReportFor(desc, kReportBudget) : std::string();
       });
-  recorder_->Record(desc, task->state());
-  if (CommTraceEnabled()) {
-    TraceCommTask(desc, task->state(), GetGid(), GetRank(),
-                  desc.numel_in * static_cast<int64_t>(phi::SizeOf(desc.dtype)));
-  }
+  for (const auto& o : observers_) o->OnIssue(desc, task->state());
   return task;
 }
 
@@ -317,9 +316,9 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
                                                   bool use_calc_stream) {
   CheckPlace(place);
   const bool p2p = IsP2P(desc.type);
-  if (checker_ && !p2p && !desc.local_failure) {
-    // Before the communicator exists, so a missing rank is named here. Not under mu_: the
-    // check is a store round trip, and the checker serializes itself.
+  if (checks_before_issue_ && !p2p && !desc.local_failure) {
+    // Before the communicator exists, so a missing rank is named here. Not under mu_: a
+    // check may be a store round trip, and each observer serializes itself.
     bool coalescing;
     {
       std::lock_guard<std::mutex> lk(mu_);
@@ -327,7 +326,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
     }
     if (!coalescing) {
       try {
-        checker_->Check(desc, Describe());
+        for (const auto& o : observers_) o->BeforeIssue(desc, Describe());
       } catch (...) {
         std::lock_guard<std::mutex> lk(mu_);
         checker_raised_ = true;  // every rank raises it: no failure notice (Guarded)

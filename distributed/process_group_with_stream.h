@@ -26,6 +26,7 @@ namespace paddle_like {
 namespace distributed {
 
 class CollectiveFingerprintChecker;
+class OpObserver;
 class FlightRecorder;
 class StreamTask;
 struct OpDesc;
@@ -153,7 +154,7 @@ class ProcessGroupWithStream : public ProcessGroup {
   // Whether ops on `place` run the in-band agreement check (op_agreement.h): a CPU place, the
   // flag on, more than one rank.
   bool AgreesInBand(const phi::Place& place) const;
-  // A task for `desc`, entered in the flight recorder.
+  // A task for `desc`, shown to the observers.
   std::shared_ptr<StreamTask> NewTask(const OpDesc& desc, bool sync_op, phi::Stream* calc);
 
   std::shared_ptr<phi::distributed::Store> store_;
@@ -169,14 +170,18 @@ class ProcessGroupWithStream : public ProcessGroup {
   // Ends of lane ops that the next op on the comm or calc stream must wait for.
   std::vector<std::shared_ptr<phi::Event>> pending_p2p_;
   int64_t local_failures_ = 0;  // serial of this rank's failure notices
-  bool checker_raised_ = false;  // the fingerprint check raised (on every rank)
+  bool checker_raised_ = false;  // an observer's check raised (on every rank)
   std::string aborted_;          // AbortComm's reason; every later op raises it at issue
   std::unique_ptr<CoalescingState> coalescing_;  // non-null between Start/EndCoalescing
   std::shared_ptr<FlightRecorder> recorder_;
   // This group as the watchdog sees it (retired first thing in the destructor).
   std::shared_ptr<WatchTarget> watch_;
   // FLAGS_collective_check=store: the store-based fingerprint check (names missing ranks).
-  std::unique_ptr<CollectiveFingerprintChecker> checker_;
+  std::shared_ptr<CollectiveFingerprintChecker> checker_;
+  // What sees every op (op_observer.h): the flight recorder, the comm timeline, the checker.
+  // Fixed at construction.
+  std::vector<std::shared_ptr<OpObserver>> observers_;
+  bool checks_before_issue_ = false;  // some observer's BeforeIssue does something
   mutable std::once_flag describe_once_;
   mutable std::shared_ptr<const std::string> describe_;  // shared: tasks may outlive the group
 };

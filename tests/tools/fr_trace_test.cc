@@ -39,6 +39,28 @@ TEST(HangDiagnosis, TheWatchdogAndTheLauncherNameTheRankThatSkippedAnAllReduce) 
 }
 #endif
 
+#if defined(LAUNCH_BIN) && defined(FR_TRACE_BIN) && defined(SKIP_ONE_ALLREDUCE_BIN)
+// Ops whose arguments legitimately differ per rank (scatter and gather, whose lists exist on
+// the root only; an all-to-all with unequal splits; messages between ranks 0 and 1) come
+// before the skipped all-reduce: fr_trace compares their signatures, not their sizes, and
+// reports the skipped all-reduce as the first divergence, not the scatter.
+TEST(FrTrace, ScatterGatherAllToAllAndPointToPointAreNoDivergence) {
+  TempDir logs;
+  auto r = RunProc({LAUNCH_BIN, "--nproc_per_node", "3", "--log_dir", logs.path(), "--",
+                    SKIP_ONE_ALLREDUCE_BIN, "--mixed", "1", "--rank", "2", "--at", "2"},
+                   std::chrono::seconds(60), {{"FLAGS_comm_watchdog_interval_ms", "100"}});
+  EXPECT_EQ(r.exit_code(), 70) << r.output;
+  auto trace = RunProc({FR_TRACE_BIN, logs.path() + "/flight_recorder"});
+  EXPECT_EQ(trace.exit_code(), 0) << trace.output;
+  // Scatter, gather and all-to-all are seqs 1-3, the all-reduces 4 and 5; rank 2 skips 6.
+  EXPECT_NE(trace.output.find("first divergence at seq 6:"), std::string::npos) << trace.output;
+  EXPECT_NE(trace.output.find("ranks 0, 1 issued AllReduce float32 in=256"), std::string::npos)
+      << trace.output;
+  EXPECT_NE(trace.output.find("rank 2 never issued seq 6 (its last op is seq 5"),
+            std::string::npos) << trace.output;
+}
+#endif
+
 #if defined(FR_TRACE_BIN)
 // Collectives are compared by their collective seq; the point-to-point ops that ranks 0 and 1
 // exchanged (rank 2 took no part) carry the last collective seq and a p2p_seq of their own,

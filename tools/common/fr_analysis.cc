@@ -18,8 +18,11 @@ struct Op {
   int64_t seq = 0;      // the collective number (a P2P op: the last collective before it)
   int64_t p2p_seq = 0;  // 0 for a collective; absent in dumps from before P2P numbering
   std::map<std::string, std::string> fields;  // op, dtype, in, out, peer, red, tag, state, ...
-  // What must agree across ranks.
+  // What must agree across ranks: the `sig` the runtime wrote (OpSignature, which leaves out
+  // what legitimately differs per rank: a root's lists, all-to-all splits); dumps from before
+  // it have their fields compared.
   std::string Signature() const {
+    if (auto sig = fields.find("sig"); sig != fields.end()) return sig->second;
     std::string s;
     for (const char* k : {"op", "dtype", "in", "out", "peer", "red"}) {
       auto it = fields.find(k);

@@ -21,10 +21,6 @@ namespace distributed {
 namespace {
 using Clock = std::chrono::steady_clock;
 
-// The most one send call takes. Sends of up to 32 KiB let a duplex loop turn to its receives
-// in between and keep both ranks' streams flowing; with 64 KiB and more, the two-rank
-// all-reduce fell into a mode twice as slow as often as not (1 MiB: 250 against 480 us).
-constexpr size_t kMaxSend = size_t{32} << 10;
 // Large enough that the exchange's messages never wait for an ACK the receiver delays (a
 // ping-pong of messages that half-fill a small buffer hit the 40 ms delayed-ACK timer).
 constexpr int kSocketBuffer = 1 << 20;
@@ -216,8 +212,7 @@ void PeerConnection::Duplex(const char* what, DuplexStreams* s,
     const bool awaiting_arrival = received == 0;
     bool progress = false;
     const char* from = nullptr;
-    const size_t can_send =
-        sent < send_total ? std::min(kMaxSend, s->ReadyToSend(sent, &from)) : 0;
+    const size_t can_send = sent < send_total ? s->ReadyToSend(sent, &from) : 0;
     if (can_send > 0) {
       const ssize_t w = ::send(fd, from, can_send, MSG_DONTWAIT | MSG_NOSIGNAL);
       if (w > 0) {

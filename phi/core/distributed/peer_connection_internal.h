@@ -38,7 +38,9 @@ class DuplexStreams {
   virtual size_t SendTotal() const = 0;
   // May grow once a header that says how much follows has arrived.
   virtual size_t RecvTotal() const = 0;
-  // The bytes ready to send at `sent` (0 when the next ones are not ready yet) at *from.
+  // The bytes ready to send at `sent` (0 when the next ones are not ready yet) at *from; one
+  // send call takes at most this many, so a stream that wants the loop to turn to its
+  // receives in between returns less.
   virtual size_t ReadyToSend(size_t sent, const char** from) = 0;
   // Where the bytes received at `received` go (*to) and how many fit there (> 0).
   virtual size_t RoomToReceive(size_t received, char** to) = 0;
