@@ -434,8 +434,12 @@ void ProcessGroupWithStream::NotifyLocalFailure(CommType type, const std::string
   }
   try {
     if (store_) store_->set(LocalFailureKey(GetGid(), GetRank(), d.failure_serial), reason);
-    // Takes this op's place in the sequence; its check raises on every rank.
-    Run(d, BarrierPlace({}), {}, nullptr, /*sync_op=*/false, /*use_calc_stream=*/false);
+    // Takes this op's place in the sequence; its check raises on every rank. Its failure
+    // here is heard already (the caller gets the local error): neither the watchdog nor the
+    // unheard-failure log reports it.
+    auto notice = Run(d, BarrierPlace({}), {}, nullptr, /*sync_op=*/false,
+                      /*use_calc_stream=*/false);
+    std::static_pointer_cast<StreamTask>(notice)->state()->timeout_reported.store(true);
   } catch (const std::exception& e) {
     LOG(WARNING) << Describe() << ": could not tell the other ranks that "
                  << CommTypeToString(type) << " failed its checks here: " << e.what();

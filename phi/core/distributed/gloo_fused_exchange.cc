@@ -55,9 +55,10 @@ namespace {
 // [u64 length][u64 call][payload][u64 call]
 constexpr size_t kHeader = 2 * sizeof(uint64_t);
 constexpr size_t kTrailer = sizeof(uint64_t);
-// The one bound-buffer slot of the context: nothing else here binds buffers.
+// The context's bound-buffer slots: nothing else here binds buffers.
 constexpr int kExchangeSlot = 0x7b0000;  // bound-buffer slots are ints; AllgatherRing-style
                                          // algorithms take small ones from nextSlot()
+constexpr int kWarmUpSlot = 0x7b0001;    // BindRing's first message
 }  // namespace
 
 size_t GlooFusedExchange::CapacityFor(int size) {
@@ -108,10 +109,17 @@ void GlooFusedExchange::BindRing() {
   const int left = (me + n - 1) % n, right = (me + 1) % n;
   send_ = ctx->getPair(right)->createSendBuffer(kExchangeSlot, buffer_.data(), buffer_.size());
   recv_ = ctx->getPair(left)->createRecvBuffer(kExchangeSlot, buffer_.data(), buffer_.size());
-  const size_t second = static_cast<size_t>(n) * stride_;
-  send_->send(second, second, second);
-  send_->waitSend();
-  recv_->waitRecv();
+  // Gloo sizes a pair's socket send buffer to the first bound message it sends: one whole
+  // region goes first, so the buffer holds two messages of any size from then on. It moves
+  // between scratch buffers of its own: the exchange's buffer is read by this rank's send and
+  // written by the left neighbour's at once.
+  const size_t region = static_cast<size_t>(n) * stride_;
+  std::vector<char> out(region, 0), in(region);
+  auto warm_send = ctx->getPair(right)->createSendBuffer(kWarmUpSlot, out.data(), region);
+  auto warm_recv = ctx->getPair(left)->createRecvBuffer(kWarmUpSlot, in.data(), region);
+  warm_send->send(0, region, 0);
+  warm_send->waitSend();
+  warm_recv->waitRecv();
 }
 
 const char* GlooFusedExchange::Run(const void* mine, size_t bytes,
