@@ -22,7 +22,6 @@
 #include <string>
 #include <vector>
 
-
 #include <gloo/context.h>
 #include <gloo/transport/device.h>
 #include <gloo/transport/pair.h>
