@@ -104,9 +104,9 @@ class GlooFusedExchange {
   }
 
  private:
-  const char* RunRing(char* region, uint64_t call, size_t bytes);
+  const char* RunRing(char* region, uint64_t call);
   const char* RunOnPeer(char* region, uint64_t call, size_t bytes);
-  void BindRing();
+  void BindRing();  // the ring's buffers on buffer_ (allocated by the first Run)
   const int rank_, size_;
   std::unique_ptr<GlooMesh> ring_;
   std::unique_ptr<PeerConnection> peer_;

@@ -59,6 +59,12 @@ constexpr size_t kTrailer = sizeof(uint64_t);
 constexpr int kExchangeSlot = 0x7b0000;  // bound-buffer slots are ints; AllgatherRing-style
                                          // algorithms take small ones from nextSlot()
 constexpr int kWarmUpSlot = 0x7b0001;    // BindRing's first message
+
+uint64_t Field(const char* at) {
+  uint64_t v = 0;
+  std::memcpy(&v, at, sizeof(v));
+  return v;
+}
 }  // namespace
 
 size_t GlooFusedExchange::CapacityFor(int size) {
@@ -99,20 +105,16 @@ void GlooFusedExchange::Abort() {
 // on it so far (the kernel allots twice that); sized by a small exchange, the next call's
 // message would not fit while the last one is unacked, and the receiver, in this ping-pong
 // pattern, delays that ACK by up to 40 ms: a 16 KiB all-reduce took 9 us at the median and
-// tens of ms now and then. So the first message on the pair is the whole second region,
-// which leaves a send buffer that two messages of any size fit: the left neighbour's lands
-// in this rank's second region before either uses it, and is awaited here.
+// tens of ms now and then. So the first message on the pair is one whole region, which
+// leaves a send buffer that two messages of any size fit. It moves between scratch buffers of
+// its own: in the exchange's buffer, this rank's send would read a region while the left
+// neighbour's warm-up writes it.
 void GlooFusedExchange::BindRing() {
   const int n = size_, me = rank_;
   const auto& ctx = ring_->context();
-  buffer_.assign(2 * static_cast<size_t>(n) * stride_, 0);
   const int left = (me + n - 1) % n, right = (me + 1) % n;
   send_ = ctx->getPair(right)->createSendBuffer(kExchangeSlot, buffer_.data(), buffer_.size());
   recv_ = ctx->getPair(left)->createRecvBuffer(kExchangeSlot, buffer_.data(), buffer_.size());
-  // Gloo sizes a pair's socket send buffer to the first bound message it sends: one whole
-  // region goes first, so the buffer holds two messages of any size from then on. It moves
-  // between scratch buffers of its own: the exchange's buffer is read by this rank's send and
-  // written by the left neighbour's at once.
   const size_t region = static_cast<size_t>(n) * stride_;
   std::vector<char> out(region, 0), in(region);
   auto warm_send = ctx->getPair(right)->createSendBuffer(kWarmUpSlot, out.data(), region);
@@ -126,11 +128,8 @@ const char* GlooFusedExchange::Run(const void* mine, size_t bytes,
                                    std::vector<size_t>* lengths) {
   const int n = size_;
   if (buffer_.empty()) {
-    if (ring_) {
-      BindRing();
-    } else {
-      buffer_.assign(2 * static_cast<size_t>(n) * stride_, 0);
-    }
+    buffer_.assign(2 * static_cast<size_t>(n) * stride_, 0);
+    if (ring_) BindRing();
   }
   char* region = buffer_.data() + static_cast<size_t>(region_) * n * stride_;
   region_ = 1 - region_;
@@ -141,22 +140,15 @@ const char* GlooFusedExchange::Run(const void* mine, size_t bytes,
   std::memcpy(own + sizeof(len), &call, sizeof(call));
   if (bytes > 0) std::memcpy(own + kHeader, mine, bytes);
   std::memcpy(own + kHeader + bytes, &call, sizeof(call));
-  const char* out = peer_ ? RunOnPeer(region, call, bytes) : RunRing(region, call, bytes);
+  const char* out = peer_ ? RunOnPeer(region, call, bytes) : RunRing(region, call);
   lengths->resize(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
-    std::memcpy(&(*lengths)[static_cast<size_t>(r)], region + static_cast<size_t>(r) * stride_,
-                sizeof(uint64_t));
+    (*lengths)[static_cast<size_t>(r)] = Field(region + static_cast<size_t>(r) * stride_);
   }
   return out;
 }
 
 namespace {
-uint64_t Field(const char* at) {
-  uint64_t v = 0;
-  std::memcpy(&v, at, sizeof(v));
-  return v;
-}
-
 // This rank's block out and the peer's block in, at once: [u64 length][u64 call][payload].
 class BlockStreams : public DuplexStreams {
  public:
@@ -207,7 +199,7 @@ const char* GlooFusedExchange::RunOnPeer(char* region, uint64_t call, size_t byt
   return region + kHeader;
 }
 
-const char* GlooFusedExchange::RunRing(char* region, uint64_t call, size_t) {
+const char* GlooFusedExchange::RunRing(char* region, uint64_t call) {
   const int n = size_, me = rank_;
   auto block = [&](int r) { return region + static_cast<size_t>(r) * stride_; };
   // Whether block r of this call arrived whole (see the top of the file).
