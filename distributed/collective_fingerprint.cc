@@ -4,6 +4,7 @@
 
 #include "distributed/op_signature.h"
 #include "phi/core/errors.h"
+#include "phi/core/distributed/liveness.h"
 #include "phi/core/distributed/rank_list.h"
 
 namespace paddle_like {
@@ -43,9 +44,10 @@ void CollectiveFingerprintChecker::Check(const OpDesc& desc, const std::string& 
     const std::string missing = phi::distributed::JoinRanks(missing_ranks);
     PADDLE_THROW(phi::errors::Timeout(
         "%s: rank(s) %s did not reach %s within %lld ms (collective check). They died, hang, "
-        "or run fewer collectives than rank %d.",
+        "or run fewer collectives than rank %d.%s",
         group_desc.c_str(), missing.c_str(), mine.c_str(),
-        static_cast<long long>(timeout_.load().count()), rank_));
+        static_cast<long long>(timeout_.load().count()), rank_,
+        phi::distributed::Liveness::Process().About(gid_, missing_ranks).c_str()));
   }
   // Every rank compares all fingerprints, so all ranks see the same set and all raise.
   auto values = store_->multi_get(keys);

@@ -121,10 +121,10 @@ void EvaluateRecords(const std::vector<AgreementRecord>& recs, int my_rank,
 constexpr size_t kRecordBytes = sizeof(AgreementRecord::v);
 
 // Whether a payload of `bytes` can travel with the record: within the communicator's variable
-// all-gather, or, without one, within the fixed slot.
+// all-gather (the fixed-size exchange carries the record alone).
 bool FitsExchange(phi::distributed::CommContext* comm, size_t bytes) {
   const size_t cap = comm->VariableGatherCapacity();
-  return cap > 0 ? kRecordBytes + bytes <= cap : bytes <= kFusedPayloadBytes;
+  return cap > 0 ? kRecordBytes + bytes <= cap : bytes == 0;
 }
 
 // Every rank's record, and after it the payload a fused all-reduce sends along.
@@ -136,15 +136,15 @@ struct Gathered {
 };
 
 // One exchange. Through the communicator's variable all-gather where it has one (exactly the
-// bytes each rank has), else in fixed-size slots of record + kFusedPayloadBytes for every
-// check, fused or not, so that two ranks running different ops still exchange equal sizes.
+// bytes each rank has), else an all-gather of the records alone, so that two ranks running
+// different ops still exchange equal sizes.
 Gathered Exchange(phi::distributed::CommContext* comm, phi::Stream* stream,
                   const AgreementRecord& mine, const void* payload, size_t payload_bytes) {
   const int size = comm->GetSize();
   // Every check of a communicator takes the same path, whatever the op: a rank running a
   // different op must still meet the others in the same exchange.
   const bool variable = comm->VariableGatherCapacity() > 0;
-  const size_t slot = variable ? kRecordBytes + payload_bytes : kRecordBytes + kFusedPayloadBytes;
+  const size_t slot = kRecordBytes + payload_bytes;
   PADDLE_ENFORCE(FitsExchange(comm, payload_bytes),
                  phi::errors::PreconditionNotMet("a fused payload of %zu bytes does not fit",
                                                    payload_bytes));
@@ -180,11 +180,6 @@ void CheckAgreement(phi::distributed::CommContext* comm, phi::Stream* stream,
   EvaluateRecords(g.recs, comm->GetRank(), group, gid, store);
 }
 
-bool FitsFusedAllReduce(int64_t count, phi::DataType dtype) {
-  return count >= 0 &&
-         static_cast<uint64_t>(count) * phi::SizeOf(dtype) <= kMaxFusedAllReduceBytes;
-}
-
 void FusedSmallAllReduce(phi::distributed::CommContext* comm, phi::Stream* stream,
                          const AgreementRecord& mine, const void* send, void* recv,
                          int64_t count, phi::DataType dtype,
@@ -193,9 +188,9 @@ void FusedSmallAllReduce(phi::distributed::CommContext* comm, phi::Stream* strea
   using namespace phi::distributed;  // NOLINT: the host reduction kernels
   CpuReduceInput in = PrepareCpuReduce(send, count, dtype, red);
   const size_t bytes = static_cast<size_t>(in.count) * phi::SizeOf(in.dtype);
-  if (!FitsExchange(comm, bytes) || bytes > comm->GatheredAllReduceLimit()) {
-    // Too large to ride along (or the engine's own all-reduce is faster): check, then the
-    // engine's op.
+  if (comm->PlanAllReduce(bytes) != phi::distributed::AllReduceAlgorithm::kGathered ||
+      !FitsExchange(comm, bytes)) {
+    // The communicator runs another algorithm for this size: check, then its op.
     CheckAgreement(comm, stream, mine, group, gid, store);
     comm->AllReduce(send, recv, count, dtype, red, stream);
     return;

@@ -39,17 +39,11 @@ void CheckAgreement(phi::distributed::CommContext* comm, phi::Stream* stream,
                     const AgreementRecord& mine, const std::string& group, int gid,
                     phi::distributed::Store* store);
 
-// Small and mid-size all-reduces carry their agreement for free: the record and the payload
-// travel in one exchange, and every rank reduces the gathered payloads itself, in rank
-// order, so all get the same bits. One exchange instead of a check plus an all-reduce. The
-// exchange is the communicator's variable all-gather where it has one (Gloo: up to 256 KiB
-// per rank on small groups, CommContext::VariableGatherCapacity), else an all-gather of a
-// fixed-size slot of record + kFusedPayloadBytes that every check uses (so two ranks running
-// different ops still exchange equal sizes). A payload that fits neither is checked first,
-// then all-reduced by the engine.
-constexpr size_t kFusedPayloadBytes = 4096;
-constexpr size_t kMaxFusedAllReduceBytes = size_t{256} << 10;
-bool FitsFusedAllReduce(int64_t count, phi::DataType dtype);
+// An all-reduce that the communicator's plan runs gathered (allreduce_plan.h: small and mid
+// sizes) carries its agreement for free: the record and the payload travel in one variable
+// all-gather, and every rank reduces the gathered payloads itself, in rank order, so all get
+// the same bits. One exchange instead of a check plus an all-reduce. Any other size is
+// checked first, then all-reduced by the communicator.
 void FusedSmallAllReduce(phi::distributed::CommContext* comm, phi::Stream* stream,
                          const AgreementRecord& mine, const void* send, void* recv,
                          int64_t count, phi::DataType dtype,

@@ -12,6 +12,7 @@
 #include "distributed/op_agreement.h"
 #include "distributed/stream_task.h"
 #include "distributed/watchdog.h"
+#include "phi/core/distributed/liveness.h"
 #include "phi/core/errors.h"
 #include "phi/core/flags.h"
 #include "phi/core/cpu_stream.h"
@@ -156,6 +157,9 @@ void ProcessGroupWithStream::AbortComm(const std::string& why) {
     if (aborted_.empty()) aborted_ = why;
     for (const auto& kv : comm_stream_contexts_) places.push_back(kv.first);
   }
+  // Before the connections close: a peer whose op fails on them reads that this rank is
+  // alive and aborted, not dead.
+  phi::distributed::Liveness::Process().Announce("aborted " + Describe() + ": " + why);
   // Only places that ran an op have a communicator; a group that never ran one is only
   // marked (every later op raises at issue).
   for (const auto& place : places) GetOrCreateCommContext(place)->Abort(why);
@@ -446,9 +450,8 @@ void ProcessGroupWithStream::NotifyLocalFailure(CommType type, const std::string
   }
 }
 
-bool ProcessGroupWithStream::UseFusedAllReduce(const phi::Place& place, int64_t count,
-                                               DataType dtype) const {
-  if (!AgreesInBand(place) || !FitsFusedAllReduce(count, dtype)) return false;
+bool ProcessGroupWithStream::UseFusedAllReduce(const phi::Place& place) const {
+  if (!AgreesInBand(place)) return false;
   std::lock_guard<std::mutex> lk(mu_);
   return coalescing_ == nullptr;  // a coalesced group fuses its all-reduces its own way
 }
@@ -573,7 +576,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::AllReduce(DenseTensor* out, const 
     DataType dt = in.dtype();
     OpDesc d{CommType::ALLREDUCE, 0, n, n, dt, -1};
     d.reduce_op = static_cast<int>(opts.reduce_op);
-    if (UseFusedAllReduce(in.place(), n, dt)) {
+    if (UseFusedAllReduce(in.place())) {
       d.agreed_in_op = true;
       AgreementRecord rec = MakeAgreementRecord(d);
       return Run(d, in.place(), {&in, out},

@@ -139,9 +139,10 @@ class ProcessGroupWithStream : public ProcessGroup {
   // raise at once, naming this rank and the reason) and the error is rethrown here.
   TaskPtr Guarded(CommType type, const std::function<TaskPtr()>& body);
   void NotifyLocalFailure(CommType type, const std::string& reason);
-  // Whether an all-reduce of `count` elements runs as one fused exchange with its agreement
-  // check (op_agreement.h): small, agreeing in band, not coalescing.
-  bool UseFusedAllReduce(const phi::Place& place, int64_t count, phi::DataType dtype) const;
+  // Whether an all-reduce runs FusedSmallAllReduce (op_agreement.h: one exchange with its
+  // agreement record where the communicator's plan gathers it): agreeing in band, not
+  // coalescing.
+  bool UseFusedAllReduce(const phi::Place& place) const;
   phi::DeviceContext* CommStreamContext(const phi::Place& place) const;
   // The worker stream of point-to-point ops with one (peer, tag, direction) on a CPU
   // place. Ops of one lane complete in order, as Gloo matches them; ops of different lanes

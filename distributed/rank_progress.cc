@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 #include <sstream>
 #include <vector>
 
 #include "phi/core/flags.h"
+#include "phi/core/distributed/liveness.h"
 #include "phi/core/distributed/rank_list.h"
 
 namespace paddle_like {
@@ -80,13 +82,12 @@ std::string RankList(const std::vector<int>& ranks) {
 
 }  // namespace
 
-std::string ProgressReport(phi::distributed::Store& store, int size, const OpDesc& op,
-                           int self_rank, const FlightRecorder& self) {
+std::string ProgressReport(phi::distributed::Store& store, int gid, int size, const OpDesc& op,
+                           int self_rank, const FlightRecorder& self,
+                           std::chrono::milliseconds budget) {
   std::ostringstream msg;
   std::map<std::string, std::vector<int>> at;  // position -> ranks
-  std::vector<int> behind, missing, silent;
-  const int64_t now = WallMs();
-  const int64_t stale_ms = 3 * FLAGS_comm_watchdog_interval_ms + 1000;
+  std::vector<int> behind, missing;
   for (int r = 0; r < size; ++r) {
     Progress p;
     try {
@@ -102,7 +103,6 @@ std::string ProgressReport(phi::distributed::Store& store, int size, const OpDes
       missing.push_back(r);
       continue;
     }
-    if (now - p.wall_ms > stale_ms) silent.push_back(r);
     std::string position =
         p.pending_seq >= 0
             ? "at seq " + std::to_string(p.pending_seq) + " (" + p.pending + ")"
@@ -130,8 +130,21 @@ std::string ProgressReport(phi::distributed::Store& store, int size, const OpDes
   }
   msg << "\n  Never published progress (never joined, or died before): "
       << (missing.empty() ? "none" : RankList(missing)) << ".";
-  msg << "\n  No heartbeat for more than " << stale_ms << " ms (dead or hung): "
-      << (silent.empty() ? "none" : RankList(silent)) << ".";
+  // Whether the ranks in question are alive, from the liveness service: every one that is
+  // behind (or the peer), and any other that is not alive and running.
+  std::set<int> asked(behind.begin(), behind.end());
+  asked.insert(missing.begin(), missing.end());
+  if (op.is_p2p() && op.peer >= 0 && op.peer < size) asked.insert(op.peer);
+  std::vector<int> others;
+  for (int r = 0; r < size; ++r) {
+    if (r != self_rank) others.push_back(r);
+  }
+  std::vector<phi::distributed::RankLiveness> shown;
+  for (auto& f : phi::distributed::Liveness::Process().Query(gid, others, budget)) {
+    if (asked.count(f.rank) || !f.alive() || f.what != "running") shown.push_back(f);
+  }
+  const std::string facts = phi::distributed::ListLiveness(shown, /*trouble_only=*/false);
+  if (!facts.empty()) msg << "\n  Liveness: " << facts << ".";
   return msg.str();
 }
 

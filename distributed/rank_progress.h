@@ -5,6 +5,7 @@
 // this says what is published and what it means.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -40,15 +41,18 @@ Progress LocalProgress(const std::vector<FlightRecorder::Entry>& entries,
 std::string Encode(int64_t beat, const Progress& p);
 Progress Decode(const std::string& v);
 
-// Who is behind on `op` of a group of `size` ranks, from the progress each rank published on
-// the watchdog's heartbeat: for a collective the ranks that have not issued its collective
-// seq ("Ranks behind (have not issued seq 4): rank 2."), for a point-to-point op its peer;
-// then each distinct position with its ranks, the ranks that never published, and those
-// whose heartbeat stopped. Reads only published keys (check, then get): never waits for one.
-// Rank `self_rank`'s own progress is taken from its flight recorder `self`, as of now.
+// Who is behind on `op` of group `gid` of `size` ranks, from the progress each rank published
+// on the watchdog's tick: for a collective the ranks that have not issued its collective seq
+// ("Ranks behind (have not issued seq 4): rank 2."), for a point-to-point op its peer; then
+// each distinct position with its ranks, and the ranks that never published. Last, from the
+// liveness service (phi/core/distributed/liveness.h, read within `budget`), whether each of
+// those ranks is alive (a rank that is alive and behind is stuck elsewhere) and any other rank
+// that is not alive and running. Reads only published keys (check, then get): never waits for
+// one. Rank `self_rank`'s own progress is taken from its flight recorder `self`, as of now.
 // Starts with a newline.
-std::string ProgressReport(phi::distributed::Store& store, int size, const OpDesc& op,
-                           int self_rank, const FlightRecorder& self);
+std::string ProgressReport(phi::distributed::Store& store, int gid, int size, const OpDesc& op,
+                           int self_rank, const FlightRecorder& self,
+                           std::chrono::milliseconds budget);
 
 }  // namespace distributed
 }  // namespace paddle_like

@@ -166,7 +166,8 @@ class Watchdog {
     return "Watchdog: " + t.describe_ + ": " + stuck.desc.ToString() +
            " has not finished well after " + std::to_string(t.timeout_.load().count()) +
            " ms (the group's timeout), and nobody waited for it." +
-           ProgressReport(*t.store_, t.size_, stuck.desc, t.rank_, *t.recorder_);
+           ProgressReport(*t.store_, t.gid_, t.size_, stuck.desc, t.rank_, *t.recorder_,
+                          std::chrono::seconds(2));
   }
 
   void Act(WatchTarget& t, const FlightRecorder::Entry& stuck, const std::string& report) {
@@ -245,12 +246,13 @@ std::string WatchTarget::ReportFor(const OpDesc& op, std::chrono::milliseconds b
   // everything it touches.
   auto outcome = std::make_shared<std::promise<std::string>>();
   std::future<std::string> report = outcome->get_future();
-  std::thread([store = store_, size = size_, rank = rank_, recorder = recorder_, op, budget,
-               outcome] {
+  std::thread([store = store_, gid = gid_, size = size_, rank = rank_, recorder = recorder_, op,
+               budget, outcome] {
     try {
       std::shared_ptr<phi::distributed::Store> own = store->Clone();
       if (own) own->set_timeout(budget);
-      outcome->set_value(ProgressReport(own ? *own : *store, size, op, rank, *recorder));
+      outcome->set_value(
+          ProgressReport(own ? *own : *store, gid, size, op, rank, *recorder, budget));
     } catch (...) {
       outcome->set_exception(std::current_exception());
     }

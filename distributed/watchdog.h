@@ -9,7 +9,8 @@
 // watchdog reads every rank's entry and reports, e.g.
 //   rank 2 is at seq 4 (nothing pending: it has not issued seq 5);
 //   ranks 0, 1, 3 are at seq 5 (AllReduce seq 5 [NumelIn 1048576, ..., float32] pending)
-// plus the ranks that never published or whose heartbeat stopped (dead or hung). It writes
+// plus the ranks that never published, and whether each rank behind is alive (the liveness
+// service, phi/core/distributed/liveness.h: dead, silent, or alive and stuck elsewhere). It writes
 // the flight recorder to FLAGS_comm_dump_dir (tools/fr_trace reads those files), then acts
 // on FLAGS_comm_watchdog_action: "abort" (exit code 70), "fail" (the group's pending ops end
 // with the report as a Timeout error and its communicator is aborted, the process lives),

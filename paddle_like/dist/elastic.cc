@@ -3,17 +3,13 @@
 #include <glog/logging.h>
 
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
-#include <cstdlib>
-#include <map>
-#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "paddle_like/dist/dist_internal.h"
 #include "phi/core/errors.h"
+#include "phi/core/distributed/liveness.h"
 #include "phi/core/distributed/rank_list.h"
 
 namespace paddle_like {
@@ -25,8 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string HeartbeatKey(int rank) { return "elastic/hb/" + std::to_string(rank); }
-std::string DeadKey(int rank) { return "elastic/dead/" + std::to_string(rank); }
 std::string JoinKey(int rank) { return "elastic/join/" + std::to_string(rank); }
 const char* kDecisionKey = "elastic/decision";
 
@@ -44,108 +38,43 @@ std::vector<int> Decode(const std::string& s) {
   return out;
 }
 
-// This process's heartbeat: a thread bumping its counter on its own store connection.
-class Heartbeat {
+// Who of `group` is dead, as this rank sees it through the process's liveness service
+// (phi/core/distributed/liveness.h): marked dead (by the launcher), exited, or silent for
+// more than `deadline`. A rank never seen is given `deadline` from when this view began.
+class DeadRanks {
  public:
-  static Heartbeat& Get() {
-    static auto* h = new Heartbeat();  // leaked: the thread may outlive static destructors
-    return *h;
-  }
+  DeadRanks(const GroupPtr& group, std::chrono::milliseconds deadline)
+      : group_(group), deadline_(deadline), since_(Clock::now()) {}
 
-  void Start(const ElasticOptions& o) {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (thread_.joinable()) return;
-    std::shared_ptr<Store> root = RootStore();
-    std::shared_ptr<Store> own = root->Clone();
-    store_ = own ? own : root;
-    key_ = HeartbeatKey(InitRank());
-    interval_ = o.heartbeat_interval;
-    stop_ = false;
-    store_->add(key_, 1);  // visible before Start returns
-    thread_ = std::thread([this] { Loop(); });
-    // Stopped before static destructors (glog's among them) run under it.
-    static bool at_exit = (std::atexit([] { Heartbeat::Get().Stop(); }), true);
-    (void)at_exit;
-  }
-
-  void Stop() {
-    std::thread t;
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      stop_ = true;
-      t = std::move(thread_);
+  // The global ranks of the group that are dead now.
+  std::set<int> Now() const {
+    using State = phi::distributed::RankLiveness::State;
+    std::vector<int> group_ranks;
+    for (int r = 0; r < group_->size(); ++r) group_ranks.push_back(r);
+    std::set<int> dead;
+    for (const auto& f : phi::distributed::Liveness::Process().Query(
+             group_->gid(), group_ranks, std::chrono::seconds(2), deadline_)) {
+      const bool gone = f.state == State::kDead || f.state == State::kExited ||
+                        f.state == State::kSilent ||
+                        (f.state == State::kNeverSeen && Clock::now() - since_ > deadline_);
+      if (gone) dead.insert(group_->ranks()[static_cast<size_t>(f.rank)]);
     }
-    cv_.notify_all();
-    if (t.joinable()) t.join();
+    return dead;
   }
 
  private:
-  void Loop() {
-    std::unique_lock<std::mutex> lk(mu_);
-    while (!cv_.wait_for(lk, interval_, [this] { return stop_; })) {
-      auto store = store_;
-      lk.unlock();
-      try {
-        store->add(key_, 1);
-      } catch (const std::exception& e) {
-        LOG(WARNING) << "heartbeat: cannot reach the store (" << e.what() << "); stopping";
-        return;
-      }
-      lk.lock();
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::thread thread_;
-  std::shared_ptr<Store> store_;
-  std::string key_;
-  std::chrono::milliseconds interval_{200};
-  bool stop_ = false;
-};
-
-// What this rank sees of the members' heartbeats: a rank is dead once its counter has not
-// moved for the deadline (counted from when this view began), or a launcher marked it dead.
-class LivenessView {
- public:
-  LivenessView(std::shared_ptr<Store> root, std::vector<int> members,
-               std::chrono::milliseconds deadline)
-      : root_(std::move(root)), members_(std::move(members)), deadline_(deadline) {
-    Update();
-  }
-
-  void Update() {
-    auto now = Clock::now();
-    for (int r : members_) {
-      int64_t beat = root_->add(HeartbeatKey(r), 0);
-      auto it = seen_.find(r);
-      if (it == seen_.end() || it->second.beat != beat) seen_[r] = {beat, now};
-      if (!marked_.count(r) && root_->check({DeadKey(r)})) marked_.insert(r);
-    }
-  }
-
-  bool Dead(int r) const {
-    if (marked_.count(r)) return true;
-    auto it = seen_.find(r);
-    return it != seen_.end() && Clock::now() - it->second.changed > deadline_;
-  }
-
- private:
-  struct Seen {
-    int64_t beat;
-    Clock::time_point changed;
-  };
-  std::shared_ptr<Store> root_;
-  std::vector<int> members_;
+  GroupPtr group_;
   std::chrono::milliseconds deadline_;
-  std::map<int, Seen> seen_;
-  std::set<int> marked_;
+  Clock::time_point since_;
 };
 
 }  // namespace
 
-void start_heartbeat(const ElasticOptions& options) { Heartbeat::Get().Start(options); }
-void stop_heartbeat() { Heartbeat::Get().Stop(); }
+void start_heartbeat(const ElasticOptions& options) {
+  phi::distributed::Liveness::Process().Start(RootStore(), InitRank(),
+                                              options.heartbeat_interval);
+}
+void stop_heartbeat() { phi::distributed::Liveness::Process().Stop(); }
 
 ShrinkResult agree_and_shrink(const GroupPtr& group, const ElasticOptions& options) {
   const auto start = Clock::now();
@@ -172,7 +101,7 @@ ShrinkResult agree_and_shrink(const GroupPtr& group, const ElasticOptions& optio
   const auto join_timeout = options.join_timeout > std::chrono::milliseconds::zero()
                                 ? options.join_timeout
                                 : group->timeout();
-  LivenessView view(RootStore(), members, options.heartbeat_deadline);
+  const DeadRanks liveness(group, options.heartbeat_deadline);
   std::string decision;
   std::vector<int> waiting;
   while (true) {
@@ -180,12 +109,12 @@ ShrinkResult agree_and_shrink(const GroupPtr& group, const ElasticOptions& optio
       decision = store->get_string(kDecisionKey);
       break;
     }
-    view.Update();
+    const std::set<int> dead_now = liveness.Now();
     std::vector<int> proposal;
     waiting.clear();
     for (int r : members) {
       bool joined = r == me || store->check({JoinKey(r)});
-      bool dead = r != me && view.Dead(r);
+      bool dead = r != me && dead_now.count(r) > 0;
       if (joined && !dead) proposal.push_back(r);
       if (!joined && !dead) waiting.push_back(r);
     }
@@ -226,6 +155,8 @@ ShrinkResult agree_and_shrink(const GroupPtr& group, const ElasticOptions& optio
     result.group = shrink_group(lost_in_group, group);
   }
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  // The abort above is over for this process: it runs again, in the survivors' group.
+  phi::distributed::Liveness::Process().Announce("running");
   LOG(INFO) << "elastic: group '" << group->name() << "' lost ranks " << JoinRanks(result.lost)
             << "; " << survivors.size() << " remain (agreed in " << result.seconds << " s)";
   return result;

@@ -8,10 +8,10 @@
 //     group = r.group;                             // the survivors, without waiting for the dead
 //   }
 //
-// Liveness: each process's heartbeat thread bumps "elastic/hb/<global rank>" in the world
-// store every `heartbeat_interval`; a rank whose counter has not moved for
-// `heartbeat_deadline` (as this rank observes it) is dead. A launcher that saw a rank die may
-// also set "elastic/dead/<global rank>" (tools/launch --elastic does), which counts at once.
+// Liveness: the process's liveness service (phi/core/distributed/liveness.h), whose heartbeat
+// every process of a dist world runs from init; start_heartbeat makes it beat every
+// `heartbeat_interval`. A rank whose last beat is older than `heartbeat_deadline`, that said
+// it exited, or that a launcher marked dead (tools/launch --elastic does, at once) is dead.
 //
 // Agreement (per parent group, through its store): each survivor first aborts the parent's
 // communicators (so a survivor still blocked in an op with the failed ones fails too), then
@@ -43,7 +43,9 @@ struct ElasticOptions {
   std::function<void()> after_join;
 };
 
-// Starts this process's heartbeat thread (idempotent; stopped at exit or by stop_heartbeat).
+// Makes this process's heartbeat beat every options.heartbeat_interval (starting it when
+// FLAGS_liveness_interval_ms turned it off; stopped at exit or by stop_heartbeat, which
+// tells the others this process exited).
 void start_heartbeat(const ElasticOptions& options = {});
 void stop_heartbeat();
 

@@ -2,9 +2,12 @@
 // that did not arrive within the timeout.
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "paddle_like/dist/dist_internal.h"
 #include "paddle_like/dist/distributed.h"
+#include "phi/core/distributed/liveness.h"
+#include "phi/core/distributed/rank_list.h"
 #include "phi/core/errors.h"
 
 namespace paddle_like {
@@ -34,7 +37,7 @@ void monitored_barrier(const GroupPtr& group, std::chrono::milliseconds timeout,
     return;
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::string missing;
+  std::vector<int> missing;  // group ranks
   for (int r = 1; r < g->size(); ++r) {
     const std::string key = base + "arrived/" + std::to_string(r);
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -50,7 +53,7 @@ void monitored_barrier(const GroupPtr& group, std::chrono::milliseconds timeout,
       arrived = store->check({key});  // past the deadline: only who is there already
     }
     if (!arrived) {
-      missing += (missing.empty() ? "" : ", ") + std::to_string(g->ranks()[r]);
+      missing.push_back(r);
       if (!wait_all_ranks) break;
     }
   }
@@ -58,9 +61,18 @@ void monitored_barrier(const GroupPtr& group, std::chrono::milliseconds timeout,
     store->set(base + "result", "ok");
     return;
   }
-  const std::string verdict = "rank(s) " + missing + " (global) did not arrive within " +
+  // Global ranks in the verdict and in the liveness facts.
+  auto facts = phi::distributed::Liveness::Process().Query(g->gid(), missing);
+  std::vector<int> global;
+  for (auto& f : facts) {
+    f.rank = g->ranks()[static_cast<size_t>(f.rank)];
+    global.push_back(f.rank);
+  }
+  const std::string verdict = "rank(s) " + phi::distributed::JoinRanks(global) +
+                              " (global) did not arrive within " +
                               std::to_string(timeout.count()) + " ms" +
-                              (wait_all_ranks ? "" : " (the first missing one)");
+                              (wait_all_ranks ? "" : " (the first missing one)") +
+                              phi::distributed::DescribeLiveness(facts, /*trouble_only=*/false);
   store->set(base + "result", verdict);
   PADDLE_THROW(phi::errors::Timeout("monitored_barrier on group '%s': %s", g->name().c_str(),
                                     verdict.c_str()));

@@ -10,6 +10,7 @@
 #include "distributed/process_group_with_stream.h"
 #include "paddle_like/dist/dist_internal.h"
 #include "paddle_like/dist/distributed.h"
+#include "phi/core/distributed/liveness.h"
 #include "phi/core/distributed/rank_list.h"
 #include "phi/core/distributed/store/prefix_store.h"
 #include "phi/core/distributed/store/rendezvous.h"
@@ -154,6 +155,11 @@ class World {
     local_groups_.clear();
     std::vector<int> ranks(static_cast<size_t>(size));
     for (int r = 0; r < size; ++r) ranks[r] = r;
+    init_ranks_ = ranks;
+    if (FLAGS_liveness_interval_ms > 0) {
+      phi::distributed::Liveness::Process().Start(
+          store, rank, std::chrono::milliseconds(FLAGS_liveness_interval_ms));
+    }
     world_ = MakeGroupLocked(o.group_name.empty() ? "default_pg" : o.group_name, 0, ranks,
                              config, std::move(by_device), timeout_);
   }
@@ -307,6 +313,9 @@ class World {
     std::vector<int> renumbered(stay.size());
     for (size_t i = 0; i < stay.size(); ++i) renumbered[i] = static_cast<int>(i);
     global_rank_ = me;
+    std::vector<int> init_ranks;
+    for (int r : stay) init_ranks.push_back(init_ranks_[static_cast<size_t>(r)]);
+    init_ranks_ = std::move(init_ranks);
     groups_.erase(world_->gid());
     world_ = MakeGroupLocked(name, gid, std::move(renumbered), world_->backend_config(),
                              world_->backend_by_device(), timeout);
@@ -321,9 +330,11 @@ class World {
 
   void Destroy(const GroupPtr& group) {
     std::vector<GroupPtr> doomed;
+    GroupPtr doomed_world;
     {
       std::lock_guard<std::mutex> lk(mu_);
       if (group == nullptr || group == world_) {
+        doomed_world = world_;
         for (auto& kv : groups_) doomed.push_back(kv.second);
         if (world_) doomed.push_back(world_);
         groups_.clear();
@@ -333,6 +344,9 @@ class World {
         doomed.push_back(group);
       }
     }
+    for (auto& g : doomed) phi::distributed::Liveness::Process().ForgetGroup(g->gid());
+    // The world's end is this process's: its heartbeat says "exited" while the store is up.
+    if (doomed_world) phi::distributed::Liveness::Process().Stop();
     // Outside the lock: each backend drains its streams (within its timeout) as it goes.
     for (auto& g : doomed) g->destroy();
   }
@@ -347,6 +361,9 @@ class World {
     }
     auto store = std::make_shared<phi::distributed::PrefixStore>(
         "dist/" + std::to_string(gid), store_);
+    std::vector<int> init_ranks;  // the processes behind the group's ranks
+    for (int r : ranks) init_ranks.push_back(init_ranks_[static_cast<size_t>(r)]);
+    phi::distributed::Liveness::Process().MapGroup(gid, std::move(init_ranks));
     GroupPtr g(new Group(std::move(name), gid, std::move(ranks), my, config,
                          std::move(by_device), store, timeout));
     g->device_id_ = device_id_;
@@ -357,6 +374,7 @@ class World {
   mutable std::mutex mu_;
   GroupPtr world_;
   std::map<int, GroupPtr> groups_;
+  std::vector<int> init_ranks_;  // each global rank's rank at init (shrinking renumbers)
   std::shared_ptr<Store> store_;
   int global_rank_ = -1;
   int init_rank_ = -1;  // the rank init gave this process (a world shrink renumbers global_rank_)

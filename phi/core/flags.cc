@@ -23,6 +23,8 @@ DEFINE_bool(comm_watchdog, true, "Run the comm watchdog thread (see flags.h)");
 DEFINE_string(comm_watchdog_action, "abort",
               "What the watchdog does on a timeout nobody was told of: abort, fail or log");
 DEFINE_int32(comm_watchdog_interval_ms, 500, "How often the watchdog looks and publishes");
+DEFINE_int32(liveness_interval_ms, 500, "How often a process publishes its heartbeat (flags.h)");
+DEFINE_bool(liveness_dead_on_close, true, "The store marks a process dead when it ends (flags.h)");
 DEFINE_string(comm_dump_dir, "", "Directory for flight-recorder dumps");
 DEFINE_string(comm_trace_dir, "", "Directory for the comm timeline (Chrome JSON); empty: off");
 DEFINE_int32(comm_trace_max_events, 1000000, "Events the comm timeline keeps at most");

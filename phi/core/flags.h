@@ -41,6 +41,13 @@ CollectiveCheck CollectiveCheckMode();
 DECLARE_bool(comm_watchdog);
 DECLARE_string(comm_watchdog_action);
 DECLARE_int32(comm_watchdog_interval_ms);
+// The liveness heartbeat (phi/core/distributed/liveness.h): every process of a dist world
+// publishes that it is alive this often; 0 turns it off (errors then name ranks without
+// saying whether they are alive).
+DECLARE_int32(liveness_interval_ms);
+// Whether the store marks a process dead the moment its heartbeat's connection closes without
+// a goodbye (off: only its heartbeat deadline, or a launcher's mark, says so).
+DECLARE_bool(liveness_dead_on_close);
 // Where flight-recorder dumps go (on a watchdog timeout, on SIGUSR1, on request); "" means
 // the log only for timeouts, and /tmp/paddle_like_fr_<pid> for SIGUSR1.
 DECLARE_string(comm_dump_dir);

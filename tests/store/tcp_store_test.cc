@@ -4,6 +4,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include <algorithm>
 #include <chrono>
 #include <set>
@@ -107,6 +109,35 @@ TEST(TCPStoreTest, WaitAndGetWakeOnSet) {
     EXPECT_GE(waited, milliseconds(300));
     EXPECT_LT(waited, milliseconds(5000));
   });
+}
+
+// SetOnClose: the server sets the key when the connection that asked ends, however it ends
+// (here a process killed with SIGKILL: no goodbye), and not once cancelled. The liveness
+// service's "dead" mark rests on it.
+TEST(TCPStoreTest, SetOnCloseFiresWhenTheConnectionEndsAndNotOnceCancelled) {
+  auto results = SpawnRanks(3, [](const RankContext& ctx) {
+    if (ctx.rank == 1 || ctx.rank == 2) {
+      auto own = ctx.store->Clone();
+      ASSERT_TRUE(own->SetOnClose("gone/" + std::to_string(ctx.rank), std::vector<uint8_t>{'x'}));
+      if (ctx.rank == 2) own->CancelSetOnClose("gone/2");
+      ctx.store->set("armed/" + std::to_string(ctx.rank), "1");
+      ctx.store->wait({"go"}, std::chrono::seconds(30));
+      if (ctx.rank == 1) raise(SIGKILL);
+      own.reset();  // closes: cancelled, so nothing is set
+      ctx.store->set("closed/2", "1");
+      return;
+    }
+    ctx.store->wait({"armed/1", "armed/2"}, std::chrono::seconds(30));
+    EXPECT_FALSE(ctx.store->check({"gone/1"}));
+    ctx.store->set("go", "1");
+    EXPECT_EQ(ctx.store->get_string("gone/1"), "x");  // waits: set as rank 1's process died
+    ctx.store->wait({"closed/2"}, std::chrono::seconds(30));
+    std::this_thread::sleep_for(milliseconds(200));  // the server has seen the close by now
+    EXPECT_FALSE(ctx.store->check({"gone/2"}));
+  });
+  EXPECT_TRUE(results[0].ok()) << results[0].Describe() << "\n" << results[0].output;
+  EXPECT_EQ(results[1].term_signal, SIGKILL) << results[1].Describe();
+  EXPECT_TRUE(results[2].ok()) << results[2].Describe() << "\n" << results[2].output;
 }
 
 TEST(TCPStoreTest, GetOnMissingKeyTimesOutNamingKeyHostAndTime) {

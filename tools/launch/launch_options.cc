@@ -52,7 +52,7 @@ const char* LaunchUsage() {
          "  --grace_s S          seconds between SIGTERM and SIGKILL when stopping (default 5)\n"
          "  --quiet              no progress lines from the launcher itself\n"
          "  --elastic            a rank killed by a signal does not stop the others: it is\n"
-         "                       reported, marked dead in the store (elastic/dead/R, which\n"
+         "                       reported, marked dead in the store (liveness/R/dead, which\n"
          "                       DataParallel's elastic mode reads) and the job goes on\n"
          "  --no_dead_mark       with --elastic, do not mark a dead rank: the survivors find\n"
          "                       it by its heartbeat stopping (slower; what a rank on a lost\n"

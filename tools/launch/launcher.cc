@@ -24,6 +24,7 @@
 #include "phi/core/distributed/store/rendezvous.h"
 #include "phi/core/distributed/store/store_auth.h"
 #include "distributed/watchdog.h"
+#include "phi/core/distributed/liveness.h"
 #include "phi/core/distributed/store/tcp_store.h"
 #include "phi/core/distributed/store/tcp_store_server.h"
 #include "tools/common/fr_analysis.h"
@@ -133,6 +134,9 @@ std::vector<std::string> RankEnvironment(const LaunchOptions& o, int rank, int l
   };
   // The launcher on node 0 runs the store server: rank 0 must not start another.
   if (!o.no_store) set[phi::distributed::kStoreHostedEnv] = "1";
+  // No dead marks at all: the ranks find a death by its heartbeat deadline alone, as they
+  // would a rank on a lost node (whose connections never close).
+  if (o.no_dead_mark) set["FLAGS_liveness_dead_on_close"] = "0";
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string kv = *e;
@@ -228,17 +232,18 @@ int MsUntil(Clock::time_point t) {
 
 }  // namespace
 
-// --elastic: tells the survivors at once that `rank` is gone (elastic/dead/<rank> in the
-// job's store), instead of leaving them to notice its heartbeat stop (--no_dead_mark: they do).
-void MarkDead(const LaunchOptions& o, int port, int rank) {
+// Tells the other ranks at once that `rank` ended and how (the liveness service's dead mark,
+// phi/core/distributed/liveness.h; the store also marks it when its connection closes, but
+// cannot say how it ended). --no_dead_mark: no marks at all, the heartbeat deadline decides.
+void MarkDead(const LaunchOptions& o, int port, int rank, const std::string& how) {
   if (o.no_store || o.no_dead_mark) return;  // no store of ours, or left to the heartbeat
   try {
     phi::distributed::TCPStore store(o.master_addr.empty() ? "127.0.0.1" : o.master_addr,
                                      static_cast<uint16_t>(port), /*is_master=*/false,
                                      /*world_size=*/0, std::chrono::seconds(5));
-    store.set("elastic/dead/" + std::to_string(rank), "1");
+    phi::distributed::MarkRankDead(store, rank, "the launcher says it " + how);
   } catch (const std::exception& e) {
-    Say(std::string("elastic: cannot mark the rank dead in the store: ") + e.what());
+    Say(std::string("cannot mark the rank dead in the store: ") + e.what());
   }
 }
 
@@ -420,9 +425,10 @@ int Job::Reap() {
         r.died = true;
         Say("rank " + std::to_string(r.rank) + " " + DescribeStatus(st) +
             "; elastic: the other ranks go on without it");
-        MarkDead(o_, port_, r.rank);
+        MarkDead(o_, port_, r.rank, DescribeStatus(st));
       } else if (!ok && !stopping_) {
         first_failed_ = static_cast<int>(i);
+        MarkDead(o_, port_, r.rank, DescribeStatus(st));
         Say("rank " + std::to_string(r.rank) + " " + DescribeStatus(st) +
             (ranks_.size() > 1 ? "; stopping the other ranks" : ""));
         StopAll(SIGTERM);

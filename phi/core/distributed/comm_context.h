@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "phi/core/data_type.h"
+#include "phi/core/distributed/allreduce_plan.h"
 #include "phi/core/distributed/reduce_op.h"
 
 namespace phi {
@@ -70,11 +71,14 @@ class CommContext {
   // call on this communicator. Capacity 0 (the default): not offered, and the check uses
   // fixed-size all-gathers instead.
   virtual size_t VariableGatherCapacity() const { return 0; }
-  // The largest all-reduce (bytes of the reduced input) that the engine runs as one such
-  // gathered exchange carrying its agreement record (op_agreement.h); a larger one is
-  // checked, then run by AllReduce. For engines whose own all-reduce wins from a smaller size
-  // (Gloo on two ranks).
-  virtual size_t GatheredAllReduceLimit() const { return SIZE_MAX; }
+  // The algorithm an all-reduce of `bytes` (of the reduced input) runs with
+  // (allreduce_plan.h). kGathered: one exchange of every rank's input through
+  // VariableAllGather, which the engine uses to carry the agreement record along
+  // (op_agreement.h). Collective on first use (Gloo decides its transport then).
+  virtual AllReduceAlgorithm PlanAllReduce(size_t bytes) {
+    return bytes <= VariableGatherCapacity() ? AllReduceAlgorithm::kGathered
+                                             : AllReduceAlgorithm::kNative;
+  }
   // A native all-to-all with per-peer counts (MPI_Alltoallv), for engines where it beats the
   // engine's grouped sends and receives. Block r of `send` (send_counts[r] elements at element
   // offset send_offsets[r]) goes to rank r; block r of `recv` comes from rank r; this rank's own

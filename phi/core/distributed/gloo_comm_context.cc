@@ -23,6 +23,7 @@
 #include "phi/core/distributed/cpu_coalesce.h"
 #include "phi/core/distributed/cpu_reduce.h"
 #include "phi/core/distributed/gloo_comm_context_internal.h"
+#include "phi/core/distributed/liveness.h"
 #include "phi/core/distributed/store/prefix_store.h"
 #include "phi/core/distributed/store/tcp_utils.h"
 #include "phi/core/errors.h"
@@ -99,21 +100,6 @@ void IgnoreSigpipeOnce() {
   });
 }
 
-// Gloo's all-reduce algorithm for the sizes above the fused exchange (FLAGS_gloo_allreduce_algo,
-// flags.h): by size (AllReduceAlgorithmFor) unless the flag fixes one. Read once per
-// communicator so that a benchmark can compare them. kAutoAlgorithm: by size.
-constexpr int kAutoAlgorithm = -1;
-int AllReduceAlgorithmFromFlag() {
-  const std::string& v = FLAGS_gloo_allreduce_algo;
-  if (v.empty() || v == "auto") return kAutoAlgorithm;
-  if (v == "ring") return static_cast<int>(::gloo::AllreduceOptions::Algorithm::RING);
-  PADDLE_ENFORCE(v == "halving_doubling",
-                 errors::InvalidArgument("FLAGS_gloo_allreduce_algo='%s': expected 'auto', "
-                                         "'ring' or 'halving_doubling'",
-                                         v.c_str()));
-  return static_cast<int>(::gloo::AllreduceOptions::Algorithm::BCUBE);
-}
-
 }  // namespace
 
 // ------------------------------------------------------------------ GlooCommContext
@@ -121,16 +107,16 @@ GlooCommContext::GlooCommContext(std::unique_ptr<GlooMesh> mesh,
                                  std::unique_ptr<GlooFusedExchange> exchange,
                                  std::shared_ptr<Store> store, std::chrono::milliseconds timeout,
                                  std::string describe, GlooOptions options, int gid)
-    : CommContext(mesh->context()->rank, mesh->context()->size),
+    : CpuCommContext(mesh->context()->rank, mesh->context()->size, "Gloo", std::move(describe)),
       mesh_(std::move(mesh)),
       store_(std::move(store)),
       ctx_(mesh_->context()),
       timeout_(timeout),
-      describe_(std::move(describe)),
       options_(std::move(options)),
       gid_(gid),
-      allreduce_algorithm_(AllReduceAlgorithmFromFlag()),
+      allreduce_forced_(FLAGS_gloo_allreduce_algo),
       exchange_(std::move(exchange)) {
+  CheckForcedAllReduce(allreduce_forced_);
   exchange_->SetTimeout(timeout);
 }
 
@@ -143,7 +129,7 @@ ShmGroup* GlooCommContext::Shm() {
       // Over a store connection of its own: the program may block on the shared one.
       std::shared_ptr<Store> own = store_->Clone();
       shm_ = ShmGroup::Create(own ? own : store_, GetRank(), GetSize(), exchange_->Capacity(),
-                              timeout_.load(), describe_);
+                              timeout_.load(), describe());
       if (!shm_) hier_ = MakeHierarchy(own ? own : store_);
     });
     shm_state_ = shm_ ? ShmState::kOn : ShmState::kOff;
@@ -153,26 +139,19 @@ ShmGroup* GlooCommContext::Shm() {
   return shm_.get();
 }
 
-// Gloo's algorithm for an all-reduce the context's own paths do not take (three or more
-// ranks above the exchange's capacity, or the two-rank all-reduce turned off by
-// FLAGS_gloo_allreduce_algo): halving-doubling below a size, the ring above it, where each
-// was faster (docs/benchmarks.md, "Gloo latency"). Depends on size and group only, so every
-// rank picks the same.
-::gloo::AllreduceOptions::Algorithm GlooCommContext::AllReduceAlgorithmFor(size_t bytes) const {
-  using Algorithm = ::gloo::AllreduceOptions::Algorithm;
-  if (allreduce_algorithm_ != kAutoAlgorithm) return static_cast<Algorithm>(allreduce_algorithm_);
-  const size_t ring_from = GetSize() == 2 ? (size_t{32} << 20) : (size_t{4} << 20);
-  return bytes < ring_from ? Algorithm::BCUBE : Algorithm::RING;
+std::string GlooCommContext::LivenessTrouble() const {
+  if (!options_.liveness) return "";
+  return Liveness::Process().TroubleIn(gid_, GetSize(), GetRank());
 }
 
-// Up to this size an all-reduce is the gathered exchange (one message each way, every rank
-// reducing everything); above it two ranks take the two-rank all-reduce (each reducing half),
-// which leads from there (docs/benchmarks.md, "Gloo latency").
-size_t GlooCommContext::GatheredAllReduceLimit() const {
-  if (shm_state_ == ShmState::kOn) return ShmGroup::kGatheredAllReduceBytes;
-  constexpr size_t kTwoRankLimit = size_t{128} << 10;
-  return GetSize() == 2 && allreduce_algorithm_ == kAutoAlgorithm ? kTwoRankLimit
-             : SIZE_MAX;
+AllReduceAlgorithm GlooCommContext::PlanAllReduce(size_t bytes) {
+  CpuAllReduceTopology where;
+  where.world = GetSize();
+  where.shared_memory = Shm() != nullptr;  // decided with the first op, alike on every rank
+  where.hierarchical = Hier() != nullptr;
+  where.exchange_capacity = VariableGatherCapacity();
+  where.forced = allreduce_forced_;
+  return distributed::PlanAllReduce(where, bytes);
 }
 
 const char* GlooCommContext::VariableAllGather(const void* send, size_t bytes, size_t* stride,
@@ -180,7 +159,7 @@ const char* GlooCommContext::VariableAllGather(const void* send, size_t bytes, s
   PADDLE_ENFORCE(bytes <= exchange_->Capacity(),
                  errors::InvalidArgument("%s: %zu bytes exceed the variable all-gather's "
                                          "capacity of %zu",
-                                         describe_.c_str(), bytes, exchange_->Capacity()));
+                                         describe().c_str(), bytes, exchange_->Capacity()));
   const char* out = nullptr;
   if (ShmGroup* shm = Shm()) {
     ShmCall([&] { out = shm->VariableAllGather(send, bytes, stride, lengths); });
@@ -198,9 +177,9 @@ const char* GlooCommContext::VariableAllGather(const void* send, size_t bytes, s
   return out;
 }
 
-const char* GlooCommContext::ExchangeEqual(const char* what, const void* mine, size_t bytes) {
-  size_t stride = 0;
-  const char* out = VariableAllGather(mine, bytes, &stride, &lengths_, nullptr);
+const char* GlooCommContext::ExchangeEqual(const char* what, const void* mine, size_t bytes,
+                                           size_t* stride) {
+  const char* out = VariableAllGather(mine, bytes, stride, &lengths_, nullptr);
   for (size_t len : lengths_) {
     if (len == bytes) continue;
     std::string sizes;
@@ -208,32 +187,10 @@ const char* GlooCommContext::ExchangeEqual(const char* what, const void* mine, s
       sizes += "\n  rank " + std::to_string(r) + ": " + std::to_string(lengths_[r]) + " bytes";
     }
     PADDLE_THROW(errors::InvalidArgument(
-        "%s: the ranks' %s sizes differ (the agreement check is off?):%s", describe_.c_str(),
+        "%s: the ranks' %s sizes differ (the agreement check is off?):%s", describe().c_str(),
         what, sizes.c_str()));
   }
   return out;
-}
-
-void GlooCommContext::MarkBroken(const std::string& why) {
-  std::lock_guard<std::mutex> lk(broken_mu_);
-  if (broken_.empty()) broken_ = why;
-}
-
-void GlooCommContext::ThrowIfBroken() const {
-  std::lock_guard<std::mutex> lk(broken_mu_);
-  PADDLE_ENFORCE(broken_.empty(),
-                 errors::Unavailable("%s is unusable after an earlier failure; destroy the "
-                                     "group and create a new one. The failure: %s",
-                                     describe_.c_str(), broken_.c_str()));
-}
-
-void GlooCommContext::AllReduce(const void* send, void* recv, int64_t count, DataType dtype,
-                                const Reduction& red, Stream*) {
-  if (group_.open()) {  // fused at the outermost GroupEnd
-    group_.Add(PendingAllReduce{send, recv, count, dtype, red});
-    return;
-  }
-  RunAllReduce(send, recv, count, dtype, red);
 }
 
 void GlooCommContext::Broadcast(const void* send, void* recv, int64_t count, DataType dtype,
@@ -262,9 +219,10 @@ void GlooCommContext::Broadcast(const void* send, void* recv, int64_t count, Dat
 void GlooCommContext::Reduce(const void* send, void* recv, int64_t count, DataType dtype,
                              const Reduction& red, int root, Stream*) {
   if (count == 0) return;
-  CpuReduceInput p = PrepareCpuReduce(send, count, dtype, red);
+  PreparedReduction prepared = PrepareReduction(send, count, dtype, red);
+  const CpuReduceInput& p = prepared.in;
   if (ShmGroup* shm = Shm()) {
-    ShmCall([&] { shm->Reduce(p.data, recv, p.count, p.dtype, red.op, root); });
+    ShmCall([&] { shm->Reduce(p.data, recv, p.count, p.dtype, prepared.op, root); });
     return;
   }
   const bool is_root = GetRank() == root;
@@ -284,13 +242,13 @@ void GlooCommContext::Reduce(const void* send, void* recv, int64_t count, DataTy
       opts.setRoot(root);
       if (p.data != out) opts.setInput(const_cast<T*>(static_cast<const T*>(p.data)), p.count);
       opts.setOutput(static_cast<T*>(out), p.count);
-      opts.setReduceFunction(GetCpuReduceFn(p.dtype, red.op));
+      opts.setReduceFunction(GetCpuReduceFn(p.dtype, prepared.op));
       opts.setTimeout(timeout_.load());
       ::gloo::reduce(opts);
     });
   });
   if (reduce_scratch_.size() > kMaxKeptScratch) std::vector<char>().swap(reduce_scratch_);
-  if (red.op == ReduceOp::AVG && is_root) CpuDivide(p.dtype, recv, p.count, GetSize());
+  if (is_root) FinishReduction(red, p.dtype, recv, p.count);
 }
 
 void GlooCommContext::AllGather(const void* send, void* recv, int64_t send_count,
@@ -302,10 +260,11 @@ void GlooCommContext::AllGather(const void* send, void* recv, int64_t send_count
     return;
   }
   if (bytes <= VariableGatherCapacity()) {  // small: the bound exchange
-    const char* all = ExchangeEqual("allgather", send, bytes);
+    size_t stride = 0;
+    const char* all = ExchangeEqual("allgather", send, bytes, &stride);
     for (int r = 0; r < GetSize(); ++r) {
       std::memcpy(static_cast<char*>(recv) + static_cast<size_t>(r) * bytes,
-                  all + static_cast<size_t>(r) * exchange_->Stride(), bytes);
+                  all + static_cast<size_t>(r) * stride, bytes);
     }
     return;
   }
@@ -334,9 +293,10 @@ void GlooCommContext::ReduceScatter(const void* send, void* recv, int64_t recv_c
     RunAllReduce(send, recv, recv_count, dtype, red);
     return;
   }
-  CpuReduceInput p = PrepareCpuReduce(send, recv_count * n, dtype, red);
+  PreparedReduction prepared = PrepareReduction(send, recv_count * n, dtype, red);
+  const CpuReduceInput& p = prepared.in;
   if (ShmGroup* shm = Shm()) {
-    ShmCall([&] { shm->ReduceScatter(p.data, recv, p.count / n, p.dtype, red.op); });
+    ShmCall([&] { shm->ReduceScatter(p.data, recv, p.count / n, p.dtype, prepared.op); });
     return;
   }
   const size_t block = static_cast<size_t>(p.count / n) * SizeOf(p.dtype);
@@ -349,7 +309,7 @@ void GlooCommContext::ReduceScatter(const void* send, void* recv, int64_t recv_c
   if (acc.size() < block * n) acc.resize(block * n);
   if (incoming.size() < block) incoming.resize(block);
   std::memcpy(acc.data(), p.data, block * n);
-  CpuReduceFn reduce = GetCpuReduceFn(p.dtype, red.op);
+  CpuReduceFn reduce = GetCpuReduceFn(p.dtype, prepared.op);
   Call("reducescatter", [&] { mesh_->EnsureAll(); });
   auto in_buf = ctx_->createUnboundBuffer(incoming.data(), block);
   auto acc_buf = ctx_->createUnboundBuffer(acc.data(), block * n);
@@ -367,59 +327,63 @@ void GlooCommContext::ReduceScatter(const void* send, void* recv, int64_t recv_c
     reduce(target, target, incoming.data(), static_cast<size_t>(p.count / n));
   }
   std::memcpy(recv, acc.data() + static_cast<size_t>(me) * block, block);
-  if (red.op == ReduceOp::AVG) CpuDivide(p.dtype, recv, p.count / n, n);
+  FinishReduction(red, p.dtype, recv, p.count / n);
 }
 
-void GlooCommContext::RunAllReduce(const void* send, void* recv, int64_t count, DataType dtype,
-                                   const Reduction& red) {
-  if (count == 0) return;
-  CpuReduceInput p = PrepareCpuReduce(send, count, dtype, red);
-  if (ShmGroup* shm = Shm()) {
-    ShmCall([&] { shm->AllReduce(p.data, recv, p.count, p.dtype, red.op); });
-    return;
-  }
-  if (Hierarchy* h = Hier()) {
-    ShmCall([&] { HierAllReduce(h, p.data, recv, p.count, p.dtype, red.op); });
-    return;
-  }
-  const size_t bytes = static_cast<size_t>(p.count) * SizeOf(p.dtype);
-  if (bytes <= VariableGatherCapacity() && bytes <= GatheredAllReduceLimit()) {
-    // Small and mid sizes: gather every rank's input through the bound exchange and reduce
-    // locally in rank order (one exchange; the same bits on every rank).
-    const char* all = ExchangeEqual("allreduce", p.data, bytes);
-    CpuAllReduceGathered(p.dtype, red.op, all, exchange_->Stride(), GetSize(), p.count, recv);
-    return;
-  }
-  if (GetSize() == 2 && allreduce_algorithm_ == kAutoAlgorithm) {
-    // Two ranks, any larger size: a reduce-scatter and an all-gather streamed both ways at
-    // once over the exchange's peer connection, each rank reducing its half as it arrives
-    // (gloo_two_rank_allreduce.cc explains why it beats Gloo's algorithms on a host;
-    // docs/benchmarks.md, "Gloo latency", has the figures).
-    Call(
-        "allreduce",
-        [&] {
-          mesh_->EnsureAll();  // the roll call after a failure learns the peers' hosts there
-          exchange_->Connect();
-          exchange_->TwoRankAllReduce(p.data, recv, p.count, p.dtype,
-                                      GetCpuReduceFn(p.dtype, red.op), red.op == ReduceOp::AVG);
-        },
-        /*on_exchange=*/true);
-    return;
+bool GlooCommContext::AllReducePrepared(const void* send, void* recv, int64_t count,
+                                        DataType dtype, ReduceOp op) {
+  const size_t bytes = static_cast<size_t>(count) * SizeOf(dtype);
+  const AllReduceAlgorithm algorithm = PlanAllReduce(bytes);
+  VLOG(4) << describe() << " allreduce " << bytes << " B: " << AllReduceAlgorithmName(algorithm);
+  switch (algorithm) {
+    case AllReduceAlgorithm::kSharedMemory:
+      ShmCall([&] { Shm()->AllReduce(send, recv, count, dtype, op); });
+      return true;
+    case AllReduceAlgorithm::kHierarchical:
+      ShmCall([&] { HierAllReduce(Hier(), send, recv, count, dtype, op); });
+      return true;
+    case AllReduceAlgorithm::kGathered: {
+      // Every rank's input through the exchange, reduced locally in rank order (the same bits
+      // on every rank).
+      size_t stride = 0;
+      const char* all = ExchangeEqual("allreduce", send, bytes, &stride);
+      CpuAllReduceGathered(dtype, op, all, stride, GetSize(), count, recv);
+      return true;
+    }
+    case AllReduceAlgorithm::kTwoRankStream:
+      // A reduce-scatter and an all-gather streamed both ways at once over the exchange's
+      // peer connection, each rank reducing its half as it arrives (gloo_two_rank_allreduce.cc).
+      Call(
+          "allreduce",
+          [&] {
+            mesh_->EnsureAll();  // the roll call after a failure learns the peers' hosts there
+            exchange_->Connect();
+            exchange_->TwoRankAllReduce(send, recv, count, dtype, GetCpuReduceFn(dtype, op),
+                                        op == ReduceOp::AVG);
+          },
+          /*on_exchange=*/true);
+      return true;
+    case AllReduceAlgorithm::kHalvingDoubling:
+    case AllReduceAlgorithm::kRing:
+    case AllReduceAlgorithm::kNative:
+      break;
   }
   Call("allreduce", [&] {
     mesh_->EnsureAll();
-    VisitDataType(p.dtype, [&](auto tag) {
+    VisitDataType(dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       ::gloo::AllreduceOptions opts(ctx_);
-      if (p.data != recv) opts.setInput(const_cast<T*>(static_cast<const T*>(p.data)), p.count);
-      opts.setOutput(static_cast<T*>(recv), p.count);
-      opts.setReduceFunction(GetCpuReduceFn(p.dtype, red.op));
+      if (send != recv) opts.setInput(const_cast<T*>(static_cast<const T*>(send)), count);
+      opts.setOutput(static_cast<T*>(recv), count);
+      opts.setReduceFunction(GetCpuReduceFn(dtype, op));
       opts.setTimeout(timeout_.load());
-      opts.setAlgorithm(AllReduceAlgorithmFor(bytes));
+      opts.setAlgorithm(algorithm == AllReduceAlgorithm::kRing
+                            ? ::gloo::AllreduceOptions::Algorithm::RING
+                            : ::gloo::AllreduceOptions::Algorithm::BCUBE);
       ::gloo::allreduce(opts);
     });
   });
-  if (red.op == ReduceOp::AVG) CpuDivide(p.dtype, recv, p.count, GetSize());
+  return false;  // AVG: CpuCommContext divides
 }
 
 // Gather, Scatter and AllToAllV are native on the shared-memory path only (the engine asks
@@ -439,7 +403,7 @@ void GlooCommContext::Scatter(const void* send, void* recv, int64_t count, DataT
 ShmGroup* GlooCommContext::NativeShm(const char* op) {
   ShmGroup* shm = Shm();
   PADDLE_ENFORCE_NOT_NULL(shm, errors::PreconditionNotMet("%s: no native %s here",
-                                                          describe_.c_str(), op));
+                                                          describe().c_str(), op));
   return shm;
 }
 
@@ -461,14 +425,6 @@ bool GlooCommContext::AllToAllV(const void* send, const std::vector<int64_t>& se
                    static_cast<char*>(recv), bytes(recv_counts), bytes(recv_offsets));
   });
   return true;
-}
-
-// The all-reduces of one group, fused into one Gloo call per (dtype, op, factor).
-void GlooCommContext::RunFusedAllReduces(const std::vector<PendingAllReduce>& ops) {
-  RunFusedCpuAllReduces(ops, [this](const void* send, void* recv, int64_t count,
-                                    DataType dtype, const Reduction& red) {
-    RunAllReduce(send, recv, count, dtype, red);
-  });
 }
 
 GlooEndpoint ResolveGlooEndpoint(const GlooOptions& o) {
@@ -511,8 +467,9 @@ std::unique_ptr<CommContext> CreateGlooCommContext(const std::shared_ptr<Store>&
   // Before the mesh publishes this rank's address: a rank whose address is there has
   // published where it runs too (ShmGroup::Create reads it without waiting).
   group_store->set(ShmGroup::HostKey(rank), ShmGroup::HostValue());
+  const int liveness_gid = options.liveness ? gid : kUnmappedRanks;
   auto mesh = std::make_unique<GlooMesh>(group_store, rank, size, device, options.timeout,
-                                         describe);
+                                         describe, liveness_gid);
   // The fused exchange's connections (GlooFusedExchange): a connection of our own between two
   // ranks, on the address Gloo listens on; a ring of Gloo pairs of their own for more.
   std::unique_ptr<GlooMesh> ring;
@@ -525,7 +482,7 @@ std::unique_ptr<CommContext> CreateGlooCommContext(const std::shared_ptr<Store>&
   } else if (size > 2) {
     ring = std::make_unique<GlooMesh>(std::make_shared<PrefixStore>(exchange_prefix, store), rank,
                                       size, std::move(device), options.timeout,
-                                      describe + " (exchange connections)");
+                                      describe + " (exchange connections)", liveness_gid);
   }
   auto exchange = std::make_unique<GlooFusedExchange>(rank, size, std::move(ring), std::move(peer));
   // Where this rank listens, as Gloo bound it (GLOG_v=1, or GLOG_vmodule=gloo_comm_context=1):

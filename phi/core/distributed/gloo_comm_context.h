@@ -21,6 +21,9 @@ struct GlooOptions {
   std::string iface;
   std::chrono::milliseconds timeout = std::chrono::minutes(30);
   std::string group_desc;  // the user's description of the group, in every message
+  // Errors say whether the ranks they name are alive (phi/core/distributed/liveness.h): off
+  // for a communicator whose ranks are not its group's (the hierarchical path's leaders).
+  bool liveness = true;
 };
 
 // Where Gloo listens for `options`: exactly one of hostname / iface is set (the rule

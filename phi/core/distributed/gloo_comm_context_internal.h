@@ -16,6 +16,7 @@
 #include <gloo/transport/unbound_buffer.h>
 
 #include "phi/core/distributed/comm_context.h"
+#include "phi/core/distributed/cpu_comm_context.h"
 #include "phi/core/distributed/gloo_comm_context.h"
 #include "phi/core/distributed/cpu_coalesce.h"
 #include "phi/core/distributed/cpu_reduce.h"
@@ -121,7 +122,7 @@ class GlooFusedExchange {
   std::vector<char> segment_;    // the peer's operand, one segment at a time
 };
 
-class GlooCommContext : public CommContext {
+class GlooCommContext : public CpuCommContext {
  public:
   // `exchange`: the fused exchange, on connections of its own. `store`: the group's rendezvous prefix, where the
   // first collective decides whether the ranks share a host (ShmGroup::Create).
@@ -135,8 +136,6 @@ class GlooCommContext : public CommContext {
   std::string BackendName() const override { return "Gloo"; }
   bool SupportsAnySource() const override { return true; }
 
-  void AllReduce(const void* send, void* recv, int64_t count, DataType dtype,
-                 const Reduction& red, Stream*) override;
   void Broadcast(const void* send, void* recv, int64_t count, DataType dtype, int root,
                  Stream*) override;
   void Reduce(const void* send, void* recv, int64_t count, DataType dtype, const Reduction& red,
@@ -152,7 +151,7 @@ class GlooCommContext : public CommContext {
   size_t VariableGatherCapacity() const override {
     return GetSize() > 1 ? exchange_->Capacity() : 0;
   }
-  size_t GatheredAllReduceLimit() const override;
+  AllReduceAlgorithm PlanAllReduce(size_t bytes) override;
   const char* VariableAllGather(const void* send, size_t bytes, size_t* stride,
                                 std::vector<size_t>* lengths, Stream*) override;
   // Native where the group shares a host (the shared-memory path); else the engine's sends.
@@ -171,12 +170,6 @@ class GlooCommContext : public CommContext {
       exchange_->Connect();
     });
   }
-  // Marks the communicator broken and closes its connections and its shared segment: the
-  // peers' ops fail at once. This rank's own op ends at once on the shared segment, the
-  // exchange's connections and in point-to-point waits; inside one of Gloo's algorithms it
-  // ends at the group's timeout (Gloo offers no way to wake it; the engine's task is
-  // completed at once all the same). gloo_p2p.cc has the point-to-point part.
-  void Abort(const std::string& why) override;
   // Later calls, connections and the shared segment's waits use `timeout`.
   void SetTimeout(std::chrono::milliseconds timeout) override {
     timeout_.store(timeout);
@@ -185,14 +178,16 @@ class GlooCommContext : public CommContext {
     if (ShmGroup* shm = shm_live_.load(std::memory_order_acquire)) shm->SetTimeout(timeout);
     if (Hierarchy* h = hier_live_.load(std::memory_order_acquire)) h->SetTimeout(timeout);
   }
-  void GroupStart() override { group_.Start(); }
-  void GroupEnd() override;
-  void GroupAbort() override;
 
  private:
-  using PendingAllReduce = PendingCpuAllReduce;  // fused at GroupEnd (cpu_coalesce.h)
   // A send or receive of an open group, posted at the outermost GroupEnd (gloo_p2p.cc).
   using DeferredP2P = PendingCpuP2P;
+  // Abort (CpuCommContext) marks the communicator broken, then this closes its connections
+  // and its shared segment: the peers' ops fail at once. This rank's own op ends at once on
+  // the shared segment, the exchange's connections and in point-to-point waits; inside one
+  // of Gloo's algorithms it ends at the group's timeout (Gloo offers no way to wake it; the
+  // engine's task is completed at once all the same). In gloo_p2p.cc.
+  void WakeOnAbort(const std::string& why) override;
   // A posted send: its header message (with the payload when small) and, for a large
   // payload, the payload's own buffer.
   struct PostedSend {
@@ -214,13 +209,14 @@ class GlooCommContext : public CommContext {
   };
 
   // Collectives (gloo_comm_context.cc).
-  void RunAllReduce(const void* send, void* recv, int64_t count, DataType dtype,
-                    const Reduction& red);
-  void RunFusedAllReduces(const std::vector<PendingAllReduce>& ops);
+  // The all-reduce by the plan (allreduce_plan.h); the shared-memory, hierarchical, gathered
+  // and two-rank paths divide AVG themselves, Gloo's algorithms leave it to the caller.
+  bool AllReducePrepared(const void* send, void* recv, int64_t count, DataType dtype,
+                         ReduceOp op) override;
   // The fused exchange of `bytes` from every rank, which must all send as many (else
   // InvalidArgument naming each rank's size: every rank took part, so the communicator stays
   // usable). Returns rank r's block at result + r * exchange_.Stride().
-  const char* ExchangeEqual(const char* what, const void* mine, size_t bytes);
+  const char* ExchangeEqual(const char* what, const void* mine, size_t bytes, size_t* stride);
 
   // Point to point (gloo_p2p.cc).
   PostedSend PostSend(const void* send, int64_t count, DataType dtype, int peer, int tag);
@@ -230,7 +226,7 @@ class GlooCommContext : public CommContext {
   void FinishRecv(PostedRecv* r);
   void CheckPeer(int peer, bool any_allowed, const char* what) const;
   // Posts and finishes a group's deferred sends and receives; raises the first error.
-  void RunDeferredP2P(const std::vector<DeferredP2P>& ops);
+  void RunP2PBatch(const std::vector<DeferredP2P>& ops) override;
   void WaitSend(::gloo::transport::UnboundBuffer* buf, int peer);
   int WaitRecv(::gloo::transport::UnboundBuffer* buf, int peer);
 
@@ -245,9 +241,6 @@ class GlooCommContext : public CommContext {
   // found at the op's first step on every rank alike) leaves the communicator usable.
   template <typename F>
   void ShmCall(F&& f);
-  void ThrowIfBroken() const;
-  // Keeps the first failure: from then on every call raises it (ThrowIfBroken).
-  void MarkBroken(const std::string& why);
 
   // The shared-memory path, decided by the first collective (the same answer on every rank:
   // ShmGroup::Create); nullptr when the group does not share a host. Only the comm stream's
@@ -285,24 +278,21 @@ class GlooCommContext : public CommContext {
   std::shared_ptr<Store> store_;
   std::shared_ptr<::gloo::Context> ctx_;
   std::atomic<std::chrono::milliseconds> timeout_;
-  std::string describe_;
   GlooOptions options_;  // what the group was created with
   int gid_;
-  // FLAGS_gloo_allreduce_algo, read at creation (AllReduceAlgorithmFromFlag); -1: by size.
-  int allreduce_algorithm_;
-  ::gloo::AllreduceOptions::Algorithm AllReduceAlgorithmFor(size_t bytes) const;
-  mutable std::mutex broken_mu_;
-  std::string broken_;  // the first failure's message; empty while usable
-  // The open engine group: the comm stream's thread's (a point-to-point lane's call on another
-  // thread meanwhile runs at once; cpu_coalesce.h).
-  CpuGroupBatch<> group_;
+  const std::string allreduce_forced_;  // FLAGS_gloo_allreduce_algo, read at creation
+  // " [liveness: ...]" for the ranks of the group that are not alive and running.
+  std::string LivenessTrouble() const;
   static constexpr size_t kMaxKeptScratch = size_t{256} << 20;
   std::vector<char> rs_acc_, rs_incoming_;  // ReduceScatter scratch
   std::vector<char> reduce_scratch_;        // non-root output of Reduce
   std::vector<size_t> lengths_;             // the fused exchange's block lengths
   std::unique_ptr<GlooFusedExchange> exchange_;
   // The unbound buffers a point-to-point or reduce-scatter wait blocks on, so that Abort can
-  // wake it (Gloo's abortWaitSend/abortWaitRecv); guarded by broken_mu_.
+  // wake it (Gloo's abortWaitSend/abortWaitRecv). A wait registers and checks the broken
+  // state under waiting_mu_; Abort marks it broken before it takes waiting_mu_, so a wait is
+  // either refused or woken.
+  std::mutex waiting_mu_;
   std::vector<std::pair<::gloo::transport::UnboundBuffer*, bool /*recv*/>> waiting_;
   // Waits for `buf`'s send or receive, within the timeout, unless Abort comes first.
   // False on a timeout; raises the abort (Unavailable).
@@ -343,7 +333,9 @@ void GlooCommContext::Call(const char* what, F&& f, bool on_exchange) {
   } catch (const EnforceNotMet& e) {
     std::string msg = e.what();
     if (e.code() == ErrorCode::kUnavailable) {
-      msg += mesh_->NamePeersIn(msg) + exchange_->NamePeersIn(msg);
+      // Which peer's connection ended, then who of the group is really gone: a peer that
+      // closed may be alive and only have aborted after another rank's death.
+      msg += mesh_->NamePeersIn(msg) + exchange_->NamePeersIn(msg) + LivenessTrouble();
     }
     // A silent peer (partition, SIGSTOP) closes nothing: ask the store who is still there.
     // The exchange's peer connection raises its timeouts itself.

@@ -57,7 +57,7 @@ std::unique_ptr<GlooCommContext::Hierarchy> GlooCommContext::MakeHierarchy(
     auto local_store = std::make_shared<PrefixStore>(host_tag, store);
     local_store->set(ShmGroup::HostKey(local_rank), ShmGroup::HostValue());
     h->local = ShmGroup::Create(local_store, local_rank, local_size, exchange_->Capacity(),
-                                timeout_.load(), describe_ + " (this host's ranks)");
+                                timeout_.load(), describe() + " (this host's ranks)");
   }
   // Every host must have its segment (one may fail to make it: a full /dev/shm), or no rank
   // takes this path: the answer is agreed through the store.
@@ -68,7 +68,7 @@ std::unique_ptr<GlooCommContext::Hierarchy> GlooCommContext::MakeHierarchy(
   store->wait(ok_keys, timeout_.load());
   for (const auto& v : store->multi_get(ok_keys)) {
     if (v.empty() || v[0] != '1') {
-      VLOG(1) << describe_ << ": a host could not make its shared segment: the group stays flat";
+      VLOG(1) << describe() << ": a host could not make its shared segment: the group stays flat";
       return nullptr;
     }
   }
@@ -76,12 +76,13 @@ std::unique_ptr<GlooCommContext::Hierarchy> GlooCommContext::MakeHierarchy(
     GlooOptions o = options_;
     o.timeout = timeout_.load();
     o.group_desc = options_.group_desc.empty() ? "leaders" : options_.group_desc + " leaders";
+    o.liveness = false;  // its ranks are leader indices, not the group's
     const int leader_index =
         static_cast<int>(std::find(leaders.begin(), leaders.end(), me) - leaders.begin());
     h->leaders = CreateGlooCommContext(std::make_shared<PrefixStore>("hier/leaders", store),
                                        gid_, leader_index, static_cast<int>(leaders.size()), o);
   }
-  VLOG(1) << describe_ << ": hierarchical all-reduce over " << leaders.size()
+  VLOG(1) << describe() << ": hierarchical all-reduce over " << leaders.size()
           << " hosts (this host: " << local_size << " rank(s), local rank " << local_rank << ")";
   return h;
 }

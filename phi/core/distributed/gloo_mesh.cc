@@ -10,6 +10,7 @@
 #include <gloo/transport/tcp/address.h>
 #include <glog/logging.h>
 
+#include "phi/core/distributed/liveness.h"
 #include "phi/core/distributed/store/tcp_utils.h"
 #include "phi/core/errors.h"
 #include "phi/core/distributed/rank_list.h"
@@ -77,11 +78,12 @@ std::string HostOf(std::string address) {
 
 GlooMesh::GlooMesh(std::shared_ptr<Store> store, int rank, int size,
                    std::shared_ptr<::gloo::transport::Device> device,
-                   std::chrono::milliseconds timeout, std::string describe)
+                   std::chrono::milliseconds timeout, std::string describe, int liveness_gid)
     : store_(OwnConnection(store)),
       own_store_(store_ != store),
       rank_(rank),
       size_(size),
+      liveness_gid_(liveness_gid),
       timeout_(timeout),
       describe_(std::move(describe)),
       device_(std::move(device)),
@@ -144,8 +146,9 @@ void GlooMesh::EnsureAll() {
       const std::string missing = JoinRanks(missing_ranks);
       PADDLE_THROW(errors::Timeout(
           "%s: rank(s) %s did not create this group within the group's timeout of %lld ms "
-          "(they died, hang, or never create it).",
-          describe_.c_str(), missing.c_str(), static_cast<long long>(timeout_.load().count())));
+          "(they died, hang, or never create it).%s",
+          describe_.c_str(), missing.c_str(), static_cast<long long>(timeout_.load().count()),
+          Liveness::Process().About(liveness_gid_, missing_ranks).c_str()));
     }
   }
   for (int r = 0; r < size_; ++r) {
@@ -160,8 +163,9 @@ void GlooMesh::ConnectLocked(int peer) {
   } catch (const TimeoutError&) {
     PADDLE_THROW(errors::Timeout(
         "%s: rank %d did not create this group within the group's timeout of %lld ms (it "
-        "died, hangs, or never creates it).",
-        describe_.c_str(), peer, static_cast<long long>(timeout_.load().count())));
+        "died, hangs, or never creates it).%s",
+        describe_.c_str(), peer, static_cast<long long>(timeout_.load().count()),
+        Liveness::Process().About(liveness_gid_, {peer}).c_str()));
   }
   std::vector<char> bytes;
   PADDLE_ENFORCE(FindEntry(store_->get(AddrKey(peer)), rank_, &bytes),
@@ -214,8 +218,7 @@ std::string GlooMesh::NamePeersIn(const std::string& msg) const {
     size_t at = msg.find(kv.first);
     size_t next = at + kv.first.size();
     if (at != std::string::npos && (next >= msg.size() || !std::isdigit(msg[next]))) {
-      names += " [the peer at " + kv.first + " is rank " + std::to_string(kv.second) +
-               ": it died or closed its connection]";
+      names += " [the peer at " + kv.first + " is rank " + std::to_string(kv.second) + "]";
     }
   }
   return names;

@@ -34,10 +34,11 @@ namespace distributed {
 class GlooMesh {
  public:
   // Opens the listening ends and publishes them under "<prefix>/addr/<rank>" in `store`.
-  // Does not wait for any other rank.
+  // Does not wait for any other rank. `liveness_gid`: the group whose ranks these are, for
+  // the liveness facts in errors (Liveness::Query).
   GlooMesh(std::shared_ptr<Store> store, int rank, int size,
            std::shared_ptr<::gloo::transport::Device> device, std::chrono::milliseconds timeout,
-           std::string describe);
+           std::string describe, int liveness_gid);
   ~GlooMesh();
 
   // The context Gloo's algorithms run on (its pairs may be unconnected: call EnsurePeer /
@@ -62,7 +63,7 @@ class GlooMesh {
   // This rank's listening address without the port (the network the group runs on).
   const std::string& host() const { return my_host_; }
 
-  // " [the peer at ADDR is rank R: ...]" for each known peer address in `msg`.
+  // " [the peer at ADDR is rank R]" for each known peer address in `msg`.
   std::string NamePeersIn(const std::string& msg) const;
 
   // After a timeout: which ranks are silent? A partition or a stopped rank sends no FIN and
@@ -70,7 +71,8 @@ class GlooMesh {
   // store and waits up to `budget` for the others' posts; the ranks that never post are the
   // lost ones (stopped, hung, or cut off). When the store itself is unreachable, this rank
   // is on the cut-off side and names the ranks on other hosts. The first call does the work
-  // (the communicator is broken after it); later calls return the same text. Defined in
+  // (the communicator is broken after it); later calls return the same text, which ends
+  // with the liveness facts of the silent ranks (alive: stuck elsewhere). Defined in
   // gloo_roll_call.cc.
   std::string RollCall(std::chrono::milliseconds budget);
   // The budget of later connections (set_timeout). Any thread.
@@ -85,6 +87,7 @@ class GlooMesh {
   std::shared_ptr<Store> store_;
   bool own_store_;  // store_ is the mesh's own connection (the store can be cloned)
   int rank_, size_;
+  const int liveness_gid_;
   std::atomic<std::chrono::milliseconds> timeout_;
   std::string describe_;
   std::shared_ptr<::gloo::transport::Device> device_;

@@ -39,7 +39,7 @@ void GlooCommContext::CheckPeer(int peer, bool any_allowed, const char* what) co
                      (peer != GetRank() && peer >= 0 && peer < GetSize()),
                  errors::InvalidArgument("%s: %s rank %d: the peer must be another rank in "
                                          "[0, %d)%s.",
-                                         describe_.c_str(), what, peer, GetSize(),
+                                         describe().c_str(), what, peer, GetSize(),
                                          any_allowed ? ", or any source" : ""));
 }
 
@@ -107,7 +107,7 @@ void GlooCommContext::FinishRecv(PostedRecv* r) {
   const uint64_t es = known_dtype ? SizeOf(static_cast<DataType>(h.dtype)) : 0;
   if (h.magic != kP2PMagic || !known_dtype || h.count < 0 ||
       static_cast<uint64_t>(h.count) > kMaxPayloadBytes / es) {
-    std::string msg = describe_ + ": malformed point-to-point header from rank " +
+    std::string msg = describe() + ": malformed point-to-point header from rank " +
                       std::to_string(src) + " (magic " + std::to_string(h.magic) + ", dtype " +
                       std::to_string(h.dtype) + ", count " + std::to_string(h.count) +
                       "): the pair is out of step";
@@ -138,29 +138,23 @@ void GlooCommContext::FinishRecv(PostedRecv* r) {
                      "%s: Recv from rank %d (tag %d) expects %lld elements of %s, but the "
                      "matching Send carries %lld elements of %s. The receive buffer was left "
                      "unchanged.",
-                     describe_.c_str(), src, r->tag, static_cast<long long>(r->count),
+                     describe().c_str(), src, r->tag, static_cast<long long>(r->count),
                      DataTypeToString(r->dtype), static_cast<long long>(h.count),
                      DataTypeToString(sent_dtype)));
 }
 
 void GlooCommContext::Send(const void* send, int64_t count, DataType dtype, int peer, int tag,
                            Stream*) {
-  if (group_.open()) {
-    CheckPeer(peer, false, "send to");
-    group_.Add(DeferredP2P{true, send, nullptr, count, dtype, peer, tag, nullptr});
-    return;
-  }
+  CheckPeer(peer, false, "send to");
+  if (DeferToGroup(DeferredP2P{true, send, nullptr, count, dtype, peer, tag, nullptr})) return;
   PostedSend s = PostSend(send, count, dtype, peer, tag);
   FinishSend(&s);
 }
 
 void GlooCommContext::Recv(void* recv, int64_t count, DataType dtype, int peer, int tag,
                            Stream*, int* source) {
-  if (group_.open()) {
-    CheckPeer(peer, true, "recv from");
-    group_.Add(DeferredP2P{false, nullptr, recv, count, dtype, peer, tag, source});
-    return;
-  }
+  CheckPeer(peer, true, "recv from");
+  if (DeferToGroup(DeferredP2P{false, nullptr, recv, count, dtype, peer, tag, source})) return;
   PostedRecv r = PostRecv(recv, count, dtype, peer, tag, source);
   FinishRecv(&r);
 }
@@ -170,7 +164,7 @@ void GlooCommContext::Recv(void* recv, int64_t count, DataType dtype, int peer, 
 // each rank first sends to its next and then receives from its previous, each may wait as
 // the listening side of its first pair for a peer that is itself waiting on its own first
 // pair. In ascending order on every rank a waiting cycle cannot form (gloo_mesh_internal.h).
-void GlooCommContext::RunDeferredP2P(const std::vector<DeferredP2P>& ops) {
+void GlooCommContext::RunP2PBatch(const std::vector<DeferredP2P>& ops) {
   if (ops.empty()) return;
   bool any = false;
   std::vector<int> peers;
@@ -223,46 +217,37 @@ void GlooCommContext::RunDeferredP2P(const std::vector<DeferredP2P>& ops) {
   if (first) std::rethrow_exception(first);
 }
 
-void GlooCommContext::GroupEnd() {
-  // The batch is taken first, so that a failure below leaves the context clean.
-  std::vector<PendingAllReduce> allreduces;
-  std::vector<DeferredP2P> p2p;
-  if (!group_.End("Gloo", &allreduces, &p2p)) return;  // nested
-  RunDeferredP2P(p2p);
-  RunFusedAllReduces(allreduces);
-}
-
-// Nothing of the group was posted yet: dropping it is enough.
-void GlooCommContext::GroupAbort() { group_.Abort(); }
-
 bool GlooCommContext::AbortableWait(::gloo::transport::UnboundBuffer* buf, bool recv,
                                     int* source) {
   {
-    std::lock_guard<std::mutex> lk(broken_mu_);
-    PADDLE_ENFORCE(broken_.empty(), errors::Unavailable("%s: %s", describe_.c_str(),
-                                                        broken_.c_str()));
+    std::lock_guard<std::mutex> lk(waiting_mu_);
+    const std::string broken = Broken();
+    PADDLE_ENFORCE(broken.empty(), errors::Unavailable("%s: %s", describe().c_str(),
+                                                       broken.c_str()));
     waiting_.emplace_back(buf, recv);
   }
   bool done = false;
   try {
     done = recv ? buf->waitRecv(source, timeout_.load()) : buf->waitSend(timeout_.load());
   } catch (...) {
-    std::lock_guard<std::mutex> lk(broken_mu_);
+    std::lock_guard<std::mutex> lk(waiting_mu_);
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), std::make_pair(buf, recv)));
     throw;
   }
-  std::lock_guard<std::mutex> lk(broken_mu_);
-  waiting_.erase(std::find(waiting_.begin(), waiting_.end(), std::make_pair(buf, recv)));
+  {
+    std::lock_guard<std::mutex> lk(waiting_mu_);
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), std::make_pair(buf, recv)));
+  }
   // Gloo returns false for an aborted wait and for one that timed out.
-  PADDLE_ENFORCE(done || broken_.empty(),
-                 errors::Unavailable("%s: %s", describe_.c_str(), broken_.c_str()));
+  const std::string broken = done ? std::string() : Broken();
+  PADDLE_ENFORCE(broken.empty(),
+                 errors::Unavailable("%s: %s", describe().c_str(), broken.c_str()));
   return done;
 }
 
-void GlooCommContext::Abort(const std::string& why) {
-  MarkBroken("aborted: " + why);
+void GlooCommContext::WakeOnAbort(const std::string& why) {
   {
-    std::lock_guard<std::mutex> lk(broken_mu_);
+    std::lock_guard<std::mutex> lk(waiting_mu_);
     for (const auto& w : waiting_) {
       if (w.second) {
         w.first->abortWaitRecv();

@@ -15,6 +15,7 @@
 #include <glog/logging.h>
 
 #include "phi/core/distributed/gloo_mesh_internal.h"
+#include "phi/core/distributed/liveness.h"
 #include "phi/core/errors.h"
 #include "phi/core/distributed/rank_list.h"
 
@@ -108,9 +109,12 @@ std::string GlooMesh::RollCall(std::chrono::milliseconds budget) {
   } else if (silent.empty()) {
     roll_result_ = " [every other rank reported the same failure: no rank is silent]";
   } else {
+    // Whether each silent rank's process is alive says which: alive and silent is stuck
+    // outside this op (in compute, in a data loader, in another collective).
     roll_result_ = " [silent: rank(s) " + JoinRanks(silent) +
                    " did not report this failure within " + std::to_string(budget.count()) +
-                   " ms (stopped, hung, or cut off by the network)]";
+                   " ms (stopped, hung, stuck outside this op, or cut off by the network)]" +
+                   Liveness::Process().About(liveness_gid_, silent, budget);
   }
   LOG(ERROR) << describe_ << ":" << roll_result_;
   return roll_result_;

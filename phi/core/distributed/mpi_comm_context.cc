@@ -160,10 +160,10 @@ std::unique_ptr<CommContext> CreateMpiCommContext(const std::shared_ptr<Store>& 
 
 // ------------------------------------------------------------------ MpiCommContext
 MpiCommContext::MpiCommContext(MPI_Comm comm, int rank, int size,
-                               std::chrono::milliseconds timeout, std::string describe)
-    : CommContext(rank, size), comm_(comm), timeout_(timeout), describe_(std::move(describe)) {
+                               std::chrono::milliseconds timeout, std::string name)
+    : CpuCommContext(rank, size, "MPI", std::move(name)), comm_(comm), timeout_(timeout) {
   CheckMpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler",
-           describe_);
+           describe());
   int* ub = nullptr;
   int flag = 0;
   if (MPI_Comm_get_attr(comm_, MPI_TAG_UB, &ub, &flag) == MPI_SUCCESS && flag && ub) {
@@ -174,9 +174,9 @@ MpiCommContext::MpiCommContext(MPI_Comm comm, int rank, int size,
   segment_above_bytes_ =
       BytesFromFlag("mpi_allreduce_segment_above", FLAGS_mpi_allreduce_segment_above);
   int my_rank = -1;
-  CheckMpi(MPI_Comm_rank(comm_, &my_rank), "MPI_Comm_rank", describe_);
+  CheckMpi(MPI_Comm_rank(comm_, &my_rank), "MPI_Comm_rank", describe());
   PADDLE_ENFORCE(my_rank == rank, errors::External("%s: MPI gave this process rank %d.",
-                                                   describe_.c_str(), my_rank));
+                                                   describe().c_str(), my_rank));
 }
 
 MpiCommContext::~MpiCommContext() {
@@ -186,58 +186,35 @@ MpiCommContext::~MpiCommContext() {
   if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
-void MpiCommContext::MarkBroken(const std::string& why) {
-  std::lock_guard<std::mutex> lk(broken_mu_);
-  if (broken_.empty()) broken_ = why;
-  is_broken_.store(true, std::memory_order_release);
-}
-
-void MpiCommContext::ThrowIfBroken() const {
-  if (!is_broken_.load(std::memory_order_acquire)) return;  // the common path takes no lock
-  std::lock_guard<std::mutex> lk(broken_mu_);
-  PADDLE_THROW(errors::Unavailable("%s is unusable after an earlier failure; destroy the "
-                                   "group and create a new one. The failure: %s",
-                                   describe_.c_str(), broken_.c_str()));
-}
-
 void MpiCommContext::Call(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return;
   try {
-    CheckMpi(rc, what, describe_);
+    CheckMpi(rc, what, describe());
   } catch (const EnforceNotMet& e) {
     MarkBroken(e.what());
     throw;
   }
 }
 
-void MpiCommContext::AllReduce(const void* send, void* recv, int64_t count, DataType dtype,
-                               const Reduction& red, Stream*) {
-  if (!group_.open()) return RunAllReduce(send, recv, count, dtype, red);
-  group_.Add(PendingCpuAllReduce{send, recv, count, dtype, red});  // fused at GroupEnd
-}
-
-void MpiCommContext::RunAllReduce(const void* send, void* recv, int64_t count, DataType dtype,
-                                  const Reduction& red) {
-  ThrowIfBroken();
-  if (count == 0) return;
-  CpuReduceInput p = PrepareCpuReduce(send, count, dtype, red);
-  MpiReduction m = MpiReductionFor(p.dtype, red.op);
-  const size_t es = SizeOf(p.dtype);
-  const bool in_place = p.data == recv;
+bool MpiCommContext::AllReducePrepared(const void* send, void* recv, int64_t count,
+                                       DataType dtype, ReduceOp op) {
+  MpiReduction m = MpiReductionFor(dtype, op);
+  const size_t es = SizeOf(dtype);
+  const bool in_place = send == recv;
   // Large buffers in segments (see segment_bytes_): the same split on every rank, since it
   // depends only on the count and the environment.
-  int64_t seg = p.count;
-  if (segment_bytes_ > 0 && static_cast<size_t>(p.count) * es > segment_above_bytes_) {
+  int64_t seg = count;
+  if (segment_bytes_ > 0 && static_cast<size_t>(count) * es > segment_above_bytes_) {
     seg = std::max<int64_t>(1, static_cast<int64_t>(segment_bytes_ / es));
   }
-  for (int64_t off = 0; off < p.count; off += seg) {
-    const int n = MpiCount(std::min(seg, p.count - off), "allreduce");
+  for (int64_t off = 0; off < count; off += seg) {
+    const int n = MpiCount(std::min(seg, count - off), "allreduce");
     char* out = static_cast<char*>(recv) + static_cast<size_t>(off) * es;
     const void* in =
-        in_place ? MPI_IN_PLACE : static_cast<const char*>(p.data) + static_cast<size_t>(off) * es;
+        in_place ? MPI_IN_PLACE : static_cast<const char*>(send) + static_cast<size_t>(off) * es;
     Call(MPI_Allreduce(in, out, n, m.type, m.op, comm_), "MPI_Allreduce");
   }
-  if (red.op == ReduceOp::AVG) CpuDivide(p.dtype, recv, p.count, GetSize());
+  return false;  // AVG: CpuCommContext divides
 }
 
 void MpiCommContext::Broadcast(const void* send, void* recv, int64_t count, DataType dtype,
@@ -255,15 +232,15 @@ void MpiCommContext::Reduce(const void* send, void* recv, int64_t count, DataTyp
                             const Reduction& red, int root, Stream*) {
   ThrowIfBroken();
   if (count == 0) return;
-  CpuReduceInput p = PrepareCpuReduce(send, count, dtype, red);
-  MpiReduction m = MpiReductionFor(p.dtype, red.op);
+  PreparedReduction p = PrepareReduction(send, count, dtype, red);
+  MpiReduction m = MpiReductionFor(p.in.dtype, p.op);
   const bool is_root = GetRank() == root;
   // The contract writes `recv` on the root only: MPI ignores the receive buffer elsewhere.
-  const void* in = is_root && p.data == recv ? MPI_IN_PLACE : p.data;
-  Call(MPI_Reduce(in, is_root ? recv : nullptr, MpiCount(p.count, "reduce"), m.type, m.op,
+  const void* in = is_root && p.in.data == recv ? MPI_IN_PLACE : p.in.data;
+  Call(MPI_Reduce(in, is_root ? recv : nullptr, MpiCount(p.in.count, "reduce"), m.type, m.op,
                   root, comm_),
        "MPI_Reduce");
-  if (red.op == ReduceOp::AVG && is_root) CpuDivide(p.dtype, recv, p.count, GetSize());
+  if (is_root) FinishReduction(red, p.in.dtype, recv, p.in.count);
 }
 
 void MpiCommContext::AllGather(const void* send, void* recv, int64_t send_count,
@@ -389,15 +366,15 @@ void MpiCommContext::ReduceScatter(const void* send, void* recv, int64_t recv_co
   ThrowIfBroken();
   if (recv_count == 0) return;
   const int n = GetSize();
-  CpuReduceInput p = PrepareCpuReduce(send, recv_count * n, dtype, red);
-  MpiReduction m = MpiReductionFor(p.dtype, red.op);
-  const int64_t block = p.count / n;
-  MpiCount(p.count, "reducescatter input");
+  PreparedReduction p = PrepareReduction(send, recv_count * n, dtype, red);
+  MpiReduction m = MpiReductionFor(p.in.dtype, p.op);
+  const int64_t block = p.in.count / n;
+  MpiCount(p.in.count, "reducescatter input");
   // In place, MPI reads the whole input from `recv`.
-  Call(MPI_Reduce_scatter_block(p.data == recv ? MPI_IN_PLACE : p.data, recv, MpiCount(block, "reducescatter"), m.type, m.op,
-                                comm_),
+  Call(MPI_Reduce_scatter_block(p.in.data == recv ? MPI_IN_PLACE : p.in.data, recv,
+                                MpiCount(block, "reducescatter"), m.type, m.op, comm_),
        "MPI_Reduce_scatter_block");
-  if (red.op == ReduceOp::AVG) CpuDivide(p.dtype, recv, block, n);
+  FinishReduction(red, p.in.dtype, recv, block);
 }
 
 }  // namespace distributed

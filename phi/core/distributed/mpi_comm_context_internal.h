@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "phi/core/distributed/comm_context.h"
-#include "phi/core/distributed/cpu_coalesce.h"
+#include "phi/core/distributed/cpu_comm_context.h"
 #include "phi/core/errors.h"
 
 namespace phi {
@@ -41,7 +41,7 @@ MpiReduction MpiReductionFor(DataType real_dtype, ReduceOp op);
 // Raises InvalidArgument when `count` does not fit MPI's int counts.
 int MpiCount(int64_t count, const char* what);
 
-class MpiCommContext : public CommContext {
+class MpiCommContext : public CpuCommContext {
  public:
   MpiCommContext(MPI_Comm comm, int rank, int size, std::chrono::milliseconds timeout,
                  std::string describe);
@@ -51,9 +51,8 @@ class MpiCommContext : public CommContext {
   bool SupportsAnySource() const override { return true; }  // MPI_ANY_SOURCE
 
   // Reductions: MPI's own type and op, or a user MPI_Op over the shared CPU kernels
-  // (mpi_types.cc); complex, AVG and PREMUL_SUM prepared by the shared cpu_reduce code.
-  void AllReduce(const void* send, void* recv, int64_t count, DataType dtype,
-                 const Reduction& red, Stream*) override;
+  // (mpi_types.cc); complex, AVG and PREMUL_SUM prepared by CpuCommContext. The all-reduce
+  // is CpuCommContext's (engine groups fused), running AllReducePrepared.
   void Reduce(const void* send, void* recv, int64_t count, DataType dtype, const Reduction& red,
               int root, Stream*) override;
   void ReduceScatter(const void* send, void* recv, int64_t recv_count, DataType dtype,
@@ -68,10 +67,6 @@ class MpiCommContext : public CommContext {
             int* source) override;
   void Send(const void* send, int64_t count, DataType dtype, int peer, int tag,
             Stream*) override;
-  void GroupStart() override { group_.Start(); }
-  void GroupEnd() override;
-  void GroupAbort() override;
-  void Abort(const std::string& why) override { MarkBroken("aborted: " + why); }
   void SetTimeout(std::chrono::milliseconds timeout) override { timeout_.store(timeout); }
   // The agreement check's exchange: one MPI_Allgather of a fixed kExchangeSlot bytes per rank
   // ([u64 length][data]); small, because over shared memory the bytes cost more than the
@@ -98,29 +93,26 @@ class MpiCommContext : public CommContext {
  private:
   using DeferredP2P = PendingCpuP2P;
 
-  void RunAllReduce(const void* send, void* recv, int64_t count, DataType dtype,
-                    const Reduction& red);
+  bool AllReducePrepared(const void* send, void* recv, int64_t count, DataType dtype,
+                         ReduceOp op) override;
   // Posts one nonblocking send or receive (mpi_p2p.cc).
   MPI_Request Post(const DeferredP2P& op);
   // Completes `reqs` together: polls MPI_Testall so that the group's timeout and Abort end
   // the wait (a blocking MPI_Waitall would wait forever for a peer that never sends).
   void WaitAll(std::vector<MPI_Request>* reqs, std::vector<MPI_Status>* statuses,
                const char* what);
-  void RunDeferredP2P(const std::vector<DeferredP2P>& ops);
+  // Posts every send and receive, then completes them together.
+  void RunP2PBatch(const std::vector<DeferredP2P>& ops) override;
   void CheckPeer(int peer, bool any_allowed, const char* what) const;
   int CheckTag(int tag) const;
 
-  // Every MPI call goes through here: raises at once when the communicator is already
-  // broken, and marks it broken on a failure.
+  // Every MPI call's result goes through here: a failure marks the communicator broken.
   void Call(int rc, const char* what);
-  void ThrowIfBroken() const;
-  void MarkBroken(const std::string& why);
 
   MPI_Comm comm_;
   static constexpr size_t kExchangeSlot = 256;
   std::vector<char> exchange_send_, exchange_all_;  // VariableAllGather's buffers
   std::atomic<std::chrono::milliseconds> timeout_;
-  std::string describe_;
   int tag_ub_ = 32767;  // MPI_TAG_UB of the communicator (the standard's minimum until read)
   // All-reduces of more than segment_above_bytes_ run as MPI_Allreduce calls of
   // segment_bytes_ each (FLAGS_mpi_allreduce_segment_bytes / _above; 0 bytes: never).
@@ -129,10 +121,6 @@ class MpiCommContext : public CommContext {
   // keep ~3.8-4 GB/s (docs/benchmarks.md, "MPI backend").
   size_t segment_bytes_ = size_t{1} << 20;
   size_t segment_above_bytes_ = size_t{16} << 20;
-  std::atomic<bool> is_broken_{false};
-  mutable std::mutex broken_mu_;
-  std::string broken_;  // the first failure's message; empty while usable
-  CpuGroupBatch<> group_;  // the open group, if any (comm stream's thread only)
 };
 
 }  // namespace distributed

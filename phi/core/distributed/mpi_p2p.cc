@@ -61,14 +61,11 @@ void MpiCommContext::WaitAll(std::vector<MPI_Request>* reqs, std::vector<MPI_Sta
     if (done) return;
     // Checked now and then: a clock read costs more than a poll of shared memory.
     if ((spins & 1023) == 1023) {
-      std::string why;
-      if (is_broken_.load(std::memory_order_acquire)) {
-        std::lock_guard<std::mutex> lk(broken_mu_);
-        why = broken_;
-      } else if (std::chrono::steady_clock::now() >= deadline) {
+      std::string why = Broken();
+      if (why.empty() && std::chrono::steady_clock::now() >= deadline) {
         why = std::string(what) + " did not complete within " +
               std::to_string(timeout_.load().count()) + " ms";
-        MarkBroken(describe_ + ": " + why);
+        MarkBroken(describe() + ": " + why);
       }
       if (!why.empty()) {
         // Receives can be cancelled; sends MPI may not take back, so their requests are let
@@ -79,10 +76,10 @@ void MpiCommContext::WaitAll(std::vector<MPI_Request>* reqs, std::vector<MPI_Sta
           MPI_Request_free(&r);
         }
         if (why.rfind("aborted", 0) == 0 || why.find("unusable") != std::string::npos) {
-          PADDLE_THROW(errors::Unavailable("%s: %s interrupted: %s", describe_.c_str(), what,
+          PADDLE_THROW(errors::Unavailable("%s: %s interrupted: %s", describe().c_str(), what,
                                            why.c_str()));
         }
-        PADDLE_THROW(errors::Timeout("%s: %s", describe_.c_str(), why.c_str()));
+        PADDLE_THROW(errors::Timeout("%s: %s", describe().c_str(), why.c_str()));
       }
       sched_yield();  // two ranks on two cores: let the peer (or its progress) run
     }
@@ -93,19 +90,19 @@ void MpiCommContext::Send(const void* send, int64_t count, DataType dtype, int p
                           Stream*) {
   CheckPeer(peer, false, "send to");
   const DeferredP2P op{true, send, nullptr, count, dtype, peer, tag, nullptr};
-  if (group_.open()) return group_.Add(op);  // posted at GroupEnd
-  RunDeferredP2P({op});
+  if (DeferToGroup(op)) return;  // posted at GroupEnd
+  RunP2PBatch({op});
 }
 
 void MpiCommContext::Recv(void* recv, int64_t count, DataType dtype, int peer, int tag,
                           Stream*, int* source) {
   CheckPeer(peer, true, "recv from");
   const DeferredP2P op{false, nullptr, recv, count, dtype, peer, tag, source};
-  if (group_.open()) return group_.Add(op);  // posted at GroupEnd
-  RunDeferredP2P({op});
+  if (DeferToGroup(op)) return;  // posted at GroupEnd
+  RunP2PBatch({op});
 }
 
-void MpiCommContext::RunDeferredP2P(const std::vector<DeferredP2P>& ops) {
+void MpiCommContext::RunP2PBatch(const std::vector<DeferredP2P>& ops) {
   if (ops.empty()) return;
   ThrowIfBroken();
   std::vector<MPI_Request> reqs;
@@ -136,25 +133,11 @@ void MpiCommContext::RunDeferredP2P(const std::vector<DeferredP2P>& ops) {
                    errors::InvalidArgument(
                        "%s: recv from rank %d (tag %d) expected %d elements but the sender "
                        "sent %d.",
-                       describe_.c_str(), statuses[i].MPI_SOURCE, ops[i].tag, want, got));
+                       describe().c_str(), statuses[i].MPI_SOURCE, ops[i].tag, want, got));
     if (ops[i].source != nullptr) *ops[i].source = statuses[i].MPI_SOURCE;
   }
 }
 
-// The group's sends and receives are all posted before any is waited for (a ring of
-// blocking sends would deadlock), then its all-reduces run fused.
-void MpiCommContext::GroupEnd() {
-  std::vector<PendingCpuAllReduce> allreduces;
-  std::vector<DeferredP2P> p2p;
-  if (!group_.End("MPI", &allreduces, &p2p)) return;
-  RunDeferredP2P(p2p);
-  RunFusedCpuAllReduces(allreduces, [this](const void* send, void* recv, int64_t count,
-                                           DataType dtype, const Reduction& red) {
-    RunAllReduce(send, recv, count, dtype, red);
-  });
-}
-
-void MpiCommContext::GroupAbort() { group_.Abort(); }
 
 }  // namespace distributed
 }  // namespace phi

@@ -180,8 +180,8 @@ void PeerConnection::Dial(Clock::time_point deadline) {
 }
 
 void PeerConnection::Fail(const std::string& what, int err) const {
-  PADDLE_THROW(errors::Unavailable("%s: %s with rank %d failed: %s (rank %d died or closed its "
-                                   "connection)",
+  PADDLE_THROW(errors::Unavailable("%s: %s with rank %d failed: %s (the connection to rank %d "
+                                   "ended)",
                                    describe_.c_str(), what.c_str(), peer_, std::strerror(err),
                                    peer_));
 }

@@ -1,7 +1,7 @@
 // The collectives of ShmGroup, made of steps (shm_group.h): a rank writes its slot, announces
 // the step, waits for every rank, then reads the others' slots straight from the segment.
 //
-// Reductions: a small all-reduce (<= kGatheredAllReduceBytes) is one step: every rank copies
+// Reductions: a small all-reduce (<= kShmGatheredAllReduceBytes, allreduce_plan.h) is one step: every rank copies
 // its input in, then reduces all the slots in rank order. A larger one goes in pieces of one
 // slot per rank: rank r reduces slice r of the piece from every rank's slot, in rank order, into
 // its own slot (step 1), and every rank copies all the slices out (step 2). Either way each
@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "phi/core/distributed/allreduce_plan.h"
 #include "phi/core/distributed/cpu_reduce.h"
 #include "phi/core/distributed/shm_group.h"
 #include "phi/core/errors.h"
@@ -65,7 +66,7 @@ void ShmGroup::ReduceTo(const char* what, const void* in, void* out, int64_t cou
                         DataType dtype, ReduceOp op, int root) {
   const size_t es = SizeOf(dtype), bytes = static_cast<size_t>(count) * es;
   BeginOp(what, bytes, root);
-  if (bytes <= std::min(kGatheredAllReduceBytes, slot_bytes_)) {
+  if (bytes <= std::min(kShmGatheredAllReduceBytes, slot_bytes_)) {
     const int set = NextSet();
     Copy(Slot(set, rank_), in, bytes);
     Step();

@@ -67,9 +67,6 @@ class ShmGroup {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
-  // The all-reduces up to this many bytes gather every input and reduce locally (one step);
-  // larger ones reduce-scatter and all-gather (two steps a piece).
-  static constexpr size_t kGatheredAllReduceBytes = size_t{32} << 10;
 
   // The collectives (shm_collectives.cc). Inputs of reductions are prepared by the caller
   // (PrepareCpuReduce: complex as its real view, PREMUL_SUM scaled); AVG divides here.

@@ -36,6 +36,12 @@ class PrefixStore : public Store {
 
   // The same prefix over a clone of the underlying store (nullptr when it has none).
   std::shared_ptr<Store> Clone() override;
+  bool SetOnClose(const std::string& key, const std::vector<uint8_t>& value) override {
+    return store_->SetOnClose(Key(key), value);
+  }
+  void CancelSetOnClose(const std::string& key) override {
+    store_->CancelSetOnClose(Key(key));
+  }
 
   const std::string& prefix() const { return prefix_; }
   const std::shared_ptr<Store>& underlying() const { return store_; }

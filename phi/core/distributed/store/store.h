@@ -50,6 +50,17 @@ class Store {
   // no connection to duplicate (in-process and file stores): share this one then.
   virtual std::shared_ptr<Store> Clone() { return nullptr; }
 
+  // Sets `key` to `value` when this store's connection closes, whatever the reason (the
+  // process ended, or closed it); cancelled by CancelSetOnClose. How the liveness service
+  // learns at once that a process ended (phi/core/distributed/liveness.h). Returns false
+  // where the store has no connection of its own (in-process and file stores).
+  virtual bool SetOnClose(const std::string& key, const std::vector<uint8_t>& value) {
+    (void)key;
+    (void)value;
+    return false;
+  }
+  virtual void CancelSetOnClose(const std::string& key) { (void)key; }
+
   virtual void set_timeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
   std::chrono::milliseconds timeout() const { return timeout_; }
 

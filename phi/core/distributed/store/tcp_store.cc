@@ -350,5 +350,16 @@ void TCPStore::multi_set(const std::vector<std::string>& keys,
           std::chrono::milliseconds(0));
 }
 
+bool TCPStore::SetOnClose(const std::string& key, const std::vector<uint8_t>& value) {
+  Request(MakeRequest(Command::kSetOnClose, {key}, {value}), "set_on_close(" + key + ")",
+          std::chrono::milliseconds(0));
+  return true;
+}
+
+void TCPStore::CancelSetOnClose(const std::string& key) {
+  Request(MakeRequest(Command::kSetOnClose, {key}, {}), "set_on_close(" + key + ", cancel)",
+          std::chrono::milliseconds(0));
+}
+
 }  // namespace distributed
 }  // namespace phi

@@ -75,6 +75,8 @@ class TCPStore : public Store {
 
   // A new client connection to the same server (never a server of its own).
   std::shared_ptr<Store> Clone() override;
+  bool SetOnClose(const std::string& key, const std::vector<uint8_t>& value) override;
+  void CancelSetOnClose(const std::string& key) override;
 
   const std::string& host() const { return host_; }
   // The server's port (the one it picked when constructed with port 0 as master).

@@ -102,6 +102,7 @@ const char* CommandName(uint8_t type) {
     case Command::kMultiSet: return "multi_set";
     case Command::kAuth: return "auth";
     case Command::kPing: return "ping";
+    case Command::kSetOnClose: return "set_on_close";
   }
   return "unknown";
 }
@@ -186,6 +187,7 @@ bool ValidateRequest(const Frame& f, std::string* error) {
     case Command::kNumKeys:
     case Command::kPing: return shape(k == 0 && v == 0, "no keys or values");
     case Command::kMultiSet: return shape(k == v, "as many values as keys");
+    case Command::kSetOnClose: return shape(k == 1 && v <= 1, "1 key and at most 1 value");
     case Command::kAuth:
       return shape(k == 0 && v == 1 && f.values[0].size() == kDigestBytes,
                    "one 32-byte digest");

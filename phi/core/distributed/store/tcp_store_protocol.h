@@ -52,6 +52,7 @@ enum class Command : uint8_t {
   kMultiSet = 11,   // keys[i] = values[i]
   kAuth = 12,       // values[0] = HMAC-SHA256(token, nonce)
   kPing = 13,
+  kSetOnClose = 14,  // keys[0] = values[0] when this connection closes; values empty: cancel
 };
 
 enum class Status : uint8_t {

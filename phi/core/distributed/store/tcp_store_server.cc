@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
@@ -111,9 +112,13 @@ class TCPStoreServerLoop {
     bool dead = false;
     bool has_pending = false;
     Pending pending;
+    std::map<std::string, std::vector<uint8_t>> on_close;  // set when the connection ends
   };
 
   void Accept();
+  // Closes and forgets the dead connections, setting their on-close keys; true when any
+  // key was set.
+  bool ReapDead();
   void ReadFrom(Connection& c);
   void ProcessInput(Connection& c);
   void Handle(Connection& c, Frame&& f);
@@ -201,22 +206,31 @@ void TCPStoreServerLoop::Run() {
     }
     ExpireDeadlines();
     DrainRunnable();
-    for (auto it = conns_.begin(); it != conns_.end();) {
-      if (it->second.dead) {
-        Unregister(it->second);
-        close(it->second.fd);
-        VLOG(3) << "TCPStoreServer: closed connection " << it->first;
-        {
-          std::lock_guard<std::mutex> lock(clients_mu_);
-          clients_.erase(it->first);
-        }
-        it = conns_.erase(it);
-        num_connections.fetch_sub(1);
-      } else {
-        ++it;
-      }
-    }
+    // A closed connection's on-close keys may wake waiters: serve them before polling again.
+    while (ReapDead()) DrainRunnable();
   }
+}
+
+bool TCPStoreServerLoop::ReapDead() {
+  bool set_any = false;
+  for (auto it = conns_.begin(); it != conns_.end();) {
+    if (!it->second.dead) {
+      ++it;
+      continue;
+    }
+    for (auto& [key, value] : it->second.on_close) Put(key, std::move(value));
+    set_any |= !it->second.on_close.empty();
+    Unregister(it->second);
+    close(it->second.fd);
+    VLOG(3) << "TCPStoreServer: closed connection " << it->first;
+    {
+      std::lock_guard<std::mutex> lock(clients_mu_);
+      clients_.erase(it->first);
+    }
+    it = conns_.erase(it);
+    num_connections.fetch_sub(1);
+  }
+  return set_any;
 }
 
 int TCPStoreServerLoop::PollTimeoutMs() const {
@@ -401,6 +415,13 @@ void TCPStoreServerLoop::Handle(Connection& c, Frame&& f) {
     }
     case Command::kMultiSet:
       for (size_t i = 0; i < f.keys.size(); ++i) Put(f.keys[i], std::move(f.values[i]));
+      break;
+    case Command::kSetOnClose:
+      if (f.values.empty()) {
+        c.on_close.erase(f.keys[0]);
+      } else {
+        c.on_close[f.keys[0]] = std::move(f.values[0]);
+      }
       break;
   }
   Reply(c, std::move(r));
