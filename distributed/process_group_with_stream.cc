@@ -226,7 +226,7 @@ static std::shared_ptr<phi::Event> LaunchJob(phi::Stream* stream, std::function<
 std::shared_ptr<StreamTask> ProcessGroupWithStream::NewTask(const OpDesc& desc, bool sync_op,
                                                             phi::Stream* calc) {
   // A timeout names the ranks that have not issued the op, from the progress they publish
-  // on the watchdog's heartbeat; the store reads are bounded (the waiter already timed out).
+  // on the watchdog's tick; the store reads are bounded (the waiter already timed out).
   constexpr std::chrono::milliseconds kReportBudget{1000};
   auto task = std::make_shared<StreamTask>(
       GetRank(), desc, sync_op, DescribePtr(), calc, BlockingWait(), timeout_.load(),

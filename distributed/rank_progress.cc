@@ -1,4 +1,4 @@
-// What each rank publishes about its progress on the watchdog's heartbeat, and the report
+// What each rank publishes about its progress on the watchdog's tick, and the report
 // built from what every rank published (rank_progress.h).
 #include "distributed/rank_progress.h"
 

@@ -1,4 +1,4 @@
-// Rank progress: what each rank of a group publishes on the watchdog's heartbeat (its last
+// Rank progress: what each rank of a group publishes on the watchdog's tick (its last
 // issued and completed collective sequence numbers, its oldest op that has not finished well,
 // and the wall clock), under "wd/<rank>" in the group's store, and the report built from what
 // every rank published. The watchdog (watchdog.h) decides when to publish and when to act;

@@ -229,16 +229,16 @@ class Watchdog {
 
 std::string WatchTarget::ReportFor(const OpDesc& op, std::chrono::milliseconds budget) {
   if (!watched_.load()) return "";
-  // The store is asked only while this rank's heartbeat gets through to it: otherwise it is
+  // The store is asked only while this rank's progress gets through to it: otherwise it is
   // likely unreachable, and the caller is told at once instead of after the budget.
   const int64_t published = published_ms_.load();
   if (published == 0) {
-    return "\n  (Which ranks are behind is unknown: no heartbeat of this rank has reached the "
+    return "\n  (Which ranks are behind is unknown: no progress of this rank has reached the "
            "store yet.)";
   }
   const int64_t since = WallMs() - published;
   if (since > 2 * int64_t{FLAGS_comm_watchdog_interval_ms} + 500) {
-    return "\n  (Which ranks are behind is unknown: this rank's heartbeat has not reached the "
+    return "\n  (Which ranks are behind is unknown: this rank's progress has not reached the "
            "store for " + std::to_string(since) + " ms.)";
   }
   // The reads run on a thread of their own, on a connection of their own: a store behind a

@@ -2,7 +2,7 @@
 // every registered group (through the groups' flight recorders), so a hang is caught even
 // when nobody waits on the op, and says who is behind.
 //
-// Each group publishes its progress through its own store, on the watchdog's heartbeat (not
+// Each group publishes its progress through its own store, on the watchdog's tick (not
 // per op): "wd/<rank>" = "<beat> <last issued seq> <last completed seq> <oldest pending op>",
 // in collective seqs (OpDesc::seq; point-to-point ops are numbered apart and not compared).
 // When an op is past its group's timeout and nobody has been told (no Wait raised it), the
@@ -51,7 +51,7 @@ class WatchTarget {
   // The progress report for `op` (see ProgressReport below) read on a thread and a store
   // connection of their own and waited for at most `budget`: for a caller whose wait on
   // `op` timed out. "" when the watchdog does not watch this group (no progress published).
-  // When this rank's heartbeat has not reached the store yet, or not for more than two
+  // When this rank's progress has not reached the store yet, or not for more than two
   // intervals (+ 500 ms), the store is not asked (it is likely unreachable) and the report
   // says so at once.
   std::string ReportFor(const OpDesc& op, std::chrono::milliseconds budget);
@@ -67,8 +67,8 @@ class WatchTarget {
   std::mutex mu_;  // guards fail_ and retired_; held while the watchdog acts on the group
   std::function<void(const std::string&)> fail_;
   bool retired_ = false;
-  std::atomic<bool> watched_{false};  // registered: the heartbeat publishes its progress
-  std::atomic<int64_t> published_ms_{0};  // wall clock of the last heartbeat the store took
+  std::atomic<bool> watched_{false};  // registered: the tick publishes its progress
+  std::atomic<int64_t> published_ms_{0};  // wall clock of the last progress the store took
 };
 
 // Registers `target` with the process's watchdog (started on first use; a no-op when

@@ -9,8 +9,10 @@
 #   allreduce (the default): float32 sum all-reduce, sync, in place (comm_bench), per size:
 #             median (p90) per op. --shm 0 (the default) runs the TCP paths
 #             (FLAGS_cpu_shm_transport=0), 1 the shared-memory ones.
-#   training: the DataParallel step (dp_bench, setting "(a)": rank 0's median (p90) step)
-#             and the main job (train_fashion_mnist, one epoch: samples/s).
+#   training: the DataParallel step (dp_bench, setting "(a) DataParallel, 25 MB", the
+#             default bucket: rank 0's median (p90) step) and the main job
+#             (train_fashion_mnist, one epoch: samples/s; an epoch is about a second, so ask
+#             for --reps 7 or more).
 #
 # OLD_BUILD: a worktree of the old commit, built with
 #   cmake -S old -B old/build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWITH_PYTHON=OFF &&
@@ -66,7 +68,7 @@ def measure(path, item):
     try:
         if item == "dp":
             for line in open(path + ".log", errors="replace"):
-                if line.lstrip().startswith("(a)"):
+                if "(a) DataParallel, 25 MB " in line:
                     return tuple(float(x) for x in re.findall(r"\s(\d+\.\d+)", line)[:2])
         elif item == "job":
             found = [float(m) for m in re.findall(r"test accuracy: .*, (\d+) samples/s\)",

@@ -726,7 +726,9 @@ void RunFuzz(int world, int seeds, int steps) {
         std::chrono::system_clock::now().time_since_epoch().count() % 1000000007);
   }
   SpawnOptions opts;
-  opts.timeout = std::chrono::seconds(90);
+  // A healthy run takes a few seconds, ~50 s under TSan alone and twice that beside another
+  // TSan test on 2 cores.
+  opts.timeout = std::chrono::seconds(90) * kSanitizerSlowdown;
   if (cfg.seconds > 0 || cfg.seeds * cfg.steps > seeds * steps) {  // room for a long run
     opts.timeout += std::chrono::seconds(static_cast<int64_t>(cfg.seconds * 1.2) +
                                          (cfg.seconds > 0 ? 1 : cfg.seeds) * cfg.steps / 4);

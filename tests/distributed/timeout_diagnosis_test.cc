@@ -1,7 +1,7 @@
 // A timeout names the culprit: rank 1 of 3 is alive but stuck elsewhere (it sleeps instead of
 // calling a world all-reduce), and the TimeoutError that ranks 0 and 2 raise when they wait on
 // the all-reduce names rank 1, and rank 1 alone, as not having issued it, from the progress
-// the ranks publish on the watchdog's heartbeat. Point-to-point traffic between ranks 0 and 1
+// the ranks publish on the watchdog's tick. Point-to-point traffic between ranks 0 and 1
 // beforehand does not shift the collective numbering the comparison uses.
 #include <gtest/gtest.h>
 

@@ -60,6 +60,16 @@ struct ChildResult {
   std::string Describe() const;
 };
 
+// How many times longer a healthy run takes in a sanitizer build, for the timeouts that bound
+// a whole run (a hang still ends in a failure, just later). TSan runs ~10x slower per op.
+#if defined(__SANITIZE_THREAD__)
+constexpr int kSanitizerSlowdown = 4;
+#elif defined(__SANITIZE_ADDRESS__)
+constexpr int kSanitizerSlowdown = 2;
+#else
+constexpr int kSanitizerSlowdown = 1;
+#endif
+
 // Exit codes a child uses besides fn's outcome.
 constexpr int kChildFailed = 1;          // fn threw or a gtest assertion failed
 constexpr int kChildSetupFailed = 3;     // could not get the port or connect the store
