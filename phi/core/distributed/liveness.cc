@@ -101,6 +101,7 @@ struct Liveness::Impl {
   std::string state = kRunning;
   uint64_t wanted = 0, written = 0;  // state versions: Announce waits for written >= wanted
   std::map<int, std::vector<int>> groups;
+  bool failing = false;  // the last beat did not reach the store
   const std::string self = " " + std::to_string(::getpid()) + " " + HostName();
 
   std::vector<uint8_t> Value(const std::string& st) const {
@@ -116,20 +117,22 @@ struct Liveness::Impl {
       auto store = beat_store;
       const int rank = init_rank;
       lk.unlock();
+      bool ok = true;
       try {
         store->set(BeatKey(rank), Value(st));
       } catch (const std::exception& e) {
-        // The store is gone (its host exited) or cut off: say it once; the others see this
-        // rank go silent, which is the truth from where they stand.
-        LOG(WARNING) << "liveness: rank " << rank << " cannot reach the store (" << e.what()
-                     << "); its heartbeat stops";
-        lk.lock();
-        written = wanted;  // nobody waits for a write that cannot happen
-        cv.notify_all();
-        return;
+        // The store is gone (its host exited) or cut off: said once; the beat goes on trying
+        // (a store that comes back sees it again). Meanwhile the others see this rank go
+        // silent, which is the truth from where they stand.
+        ok = false;
+        if (!failing) {
+          LOG(WARNING) << "liveness: rank " << rank << " cannot reach the store (" << e.what()
+                       << "); its heartbeat goes on trying";
+        }
       }
       lk.lock();
-      written = version;
+      failing = !ok;
+      written = ok ? version : wanted;  // nobody waits for a write that cannot happen
       cv.notify_all();
       cv.wait_for(lk, interval, [this, version] { return stop || wanted != version; });
     }
@@ -164,6 +167,9 @@ void Liveness::Start(const std::shared_ptr<Store>& world, int init_rank,
   std::shared_ptr<Store> query = world->Clone();
   m.beat_store = beat ? beat : world;
   m.query_store = query ? query : world;
+  // A beat that cannot reach the store gives up within a few beats, so the loop (and Stop,
+  // at exit) never waits out the world store's long timeout.
+  if (beat) beat->set_timeout(std::max(4 * interval, std::chrono::milliseconds(2000)));
   m.init_rank = init_rank;
   m.world_id = world.get();
   m.stop = false;
