@@ -12,6 +12,8 @@
 #include <thread>
 #include <utility>
 
+#include <Python.h>
+
 #include <ATen/core/ivalue.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/csrc/autograd/grad_mode.h>
@@ -655,10 +657,16 @@ ProcessGroupPaddle::ProcessGroupPaddle(const c10::intrusive_ptr<c10d::Store>& st
 }
 
 ProcessGroupPaddle::~ProcessGroupPaddle() {
+  // The last reference usually drops in Python, with the GIL held. Draining below waits for
+  // the completer's thread, which may need the GIL to finish a work (marking its future runs
+  // and releases Python callbacks): holding it here deadlocks, so it is let go meanwhile.
+  PyThreadState* saved =
+      Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr;
   // The engine groups first: their streams drain, completing the last works.
   cuda_.reset();
   cpu_.reset();
   completer_->Stop();
+  if (saved != nullptr) PyEval_RestoreThread(saved);
 }
 
 EngineGroup* ProcessGroupPaddle::Engine(const at::Device& device) {
