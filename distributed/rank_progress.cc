@@ -9,18 +9,11 @@
 #include <sstream>
 #include <vector>
 
-#include "phi/core/flags.h"
 #include "phi/core/distributed/liveness.h"
 #include "phi/core/distributed/rank_list.h"
 
 namespace paddle_like {
 namespace distributed {
-
-int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string ProgressKey(int rank) { return "wd/" + std::to_string(rank); }
 
@@ -141,7 +134,7 @@ std::string ProgressReport(phi::distributed::Store& store, int gid, int size, co
   }
   std::vector<phi::distributed::RankLiveness> shown;
   for (auto& f : phi::distributed::Liveness::Process().Query(gid, others, budget)) {
-    if (asked.count(f.rank) || !f.alive() || f.what != "running") shown.push_back(f);
+    if (asked.count(f.rank) || !f.well()) shown.push_back(f);
   }
   const std::string facts = phi::distributed::ListLiveness(shown, /*trouble_only=*/false);
   if (!facts.empty()) msg << "\n  Liveness: " << facts << ".";

@@ -11,12 +11,13 @@
 #include <vector>
 
 #include "distributed/flight_recorder.h"
+#include "phi/core/distributed/liveness.h"
 #include "phi/core/distributed/store/store.h"
 
 namespace paddle_like {
 namespace distributed {
 
-int64_t WallMs();  // the wall clock, in ms since the epoch (comparable across hosts)
+using phi::distributed::WallMs;  // the wall clock in ms (liveness.h): progress stamps
 std::string ProgressKey(int rank);
 
 // Still running (issued or started, not aborted).

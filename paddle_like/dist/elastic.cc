@@ -156,7 +156,7 @@ ShrinkResult agree_and_shrink(const GroupPtr& group, const ElasticOptions& optio
   }
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   // The abort above is over for this process: it runs again, in the survivors' group.
-  phi::distributed::Liveness::Process().Announce("running");
+  phi::distributed::Liveness::Process().Announce(phi::distributed::kLivenessRunning);
   LOG(INFO) << "elastic: group '" << group->name() << "' lost ranks " << JoinRanks(result.lost)
             << "; " << survivors.size() << " remain (agreed in " << result.seconds << " s)";
   return result;

@@ -18,17 +18,18 @@ const char* AllReduceAlgorithmName(AllReduceAlgorithm a) {
   return "?";
 }
 
-void CheckForcedAllReduce(const std::string& forced) {
-  PADDLE_ENFORCE(forced.empty() || forced == "auto" || forced == "ring" ||
-                     forced == "halving_doubling",
+ForcedAllReduce ParseForcedAllReduce(const std::string& flag) {
+  if (flag.empty() || flag == "auto") return ForcedAllReduce::kAuto;
+  if (flag == "ring") return ForcedAllReduce::kRing;
+  PADDLE_ENFORCE(flag == "halving_doubling",
                  errors::InvalidArgument("FLAGS_gloo_allreduce_algo='%s': expected 'auto', "
                                          "'ring' or 'halving_doubling'",
-                                         forced.c_str()));
+                                         flag.c_str()));
+  return ForcedAllReduce::kHalvingDoubling;
 }
 
 AllReduceAlgorithm PlanAllReduce(const CpuAllReduceTopology& where, size_t bytes) {
-  CheckForcedAllReduce(where.forced);
-  const bool by_size = where.forced.empty() || where.forced == "auto";
+  const bool by_size = where.forced == ForcedAllReduce::kAuto;
   const bool fits_exchange = where.world > 1 && bytes <= where.exchange_capacity;
   if (where.shared_memory) {
     // One host: the segment for every size (the flag does not apply).
@@ -47,8 +48,8 @@ AllReduceAlgorithm PlanAllReduce(const CpuAllReduceTopology& where, size_t bytes
   }
   if (fits_exchange) return AllReduceAlgorithm::kGathered;
   if (!by_size) {
-    return where.forced == "ring" ? AllReduceAlgorithm::kRing
-                                  : AllReduceAlgorithm::kHalvingDoubling;
+    return where.forced == ForcedAllReduce::kRing ? AllReduceAlgorithm::kRing
+                                                  : AllReduceAlgorithm::kHalvingDoubling;
   }
   // Three or more ranks, Gloo's two: halving-doubling below a size, the ring above it.
   constexpr size_t kRingFrom = size_t{4} << 20;

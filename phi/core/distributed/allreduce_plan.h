@@ -23,15 +23,19 @@ enum class AllReduceAlgorithm {
 };
 const char* AllReduceAlgorithmName(AllReduceAlgorithm a);
 
+// FLAGS_gloo_allreduce_algo: "auto" (by size), "ring" or "halving_doubling" (fixes the
+// algorithm of the sizes above the gathered exchange, for comparing them).
+enum class ForcedAllReduce { kAuto, kRing, kHalvingDoubling };
+// The flag's value parsed ("" is auto); InvalidArgument naming it when it is none of them.
+ForcedAllReduce ParseForcedAllReduce(const std::string& flag);
+
 // What a Gloo group's all-reduce can run on.
 struct CpuAllReduceTopology {
   int world = 1;
   bool shared_memory = false;    // the whole group on one host, over one segment
   bool hierarchical = false;     // several hosts, at least one with two or more ranks
   size_t exchange_capacity = 0;  // the fused exchange's block (0: none, one rank)
-  // FLAGS_gloo_allreduce_algo: "auto" (by size), "ring" or "halving_doubling" (fixes the
-  // algorithm of the sizes above the gathered exchange, for comparing them).
-  std::string forced = "auto";
+  ForcedAllReduce forced = ForcedAllReduce::kAuto;
 };
 
 // Up to this many bytes an all-reduce over shared memory is one gathered step (every rank
@@ -41,9 +45,7 @@ constexpr size_t kShmGatheredAllReduceBytes = size_t{32} << 10;
 // everything); above it the two-rank stream, each reducing half, leads.
 constexpr size_t kTwoRankGatheredAllReduceBytes = size_t{128} << 10;
 
-// Throws InvalidArgument for a `forced` value the table does not know.
-void CheckForcedAllReduce(const std::string& forced);
-// The table (`where.forced` checked).
+// The table.
 AllReduceAlgorithm PlanAllReduce(const CpuAllReduceTopology& where, size_t bytes);
 
 }  // namespace distributed

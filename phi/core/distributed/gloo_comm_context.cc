@@ -114,9 +114,8 @@ GlooCommContext::GlooCommContext(std::unique_ptr<GlooMesh> mesh,
       timeout_(timeout),
       options_(std::move(options)),
       gid_(gid),
-      allreduce_forced_(FLAGS_gloo_allreduce_algo),
+      allreduce_forced_(ParseForcedAllReduce(FLAGS_gloo_allreduce_algo)),
       exchange_(std::move(exchange)) {
-  CheckForcedAllReduce(allreduce_forced_);
   exchange_->SetTimeout(timeout);
 }
 

@@ -218,7 +218,8 @@ class GlooCommContext : public CpuCommContext {
   // usable). Returns rank r's block at result + r * exchange_.Stride().
   const char* ExchangeEqual(const char* what, const void* mine, size_t bytes, size_t* stride);
 
-  // Point to point (gloo_p2p.cc).
+  // Point to point (gloo_p2p.cc). Send and Recv check the peer (CheckPeer) before they run
+  // or defer an op; the posts below take it as checked.
   PostedSend PostSend(const void* send, int64_t count, DataType dtype, int peer, int tag);
   void FinishSend(PostedSend* s);
   PostedRecv PostRecv(void* recv, int64_t count, DataType dtype, int peer, int tag,
@@ -280,7 +281,7 @@ class GlooCommContext : public CpuCommContext {
   std::atomic<std::chrono::milliseconds> timeout_;
   GlooOptions options_;  // what the group was created with
   int gid_;
-  const std::string allreduce_forced_;  // FLAGS_gloo_allreduce_algo, read at creation
+  const ForcedAllReduce allreduce_forced_;  // FLAGS_gloo_allreduce_algo, read at creation
   // " [liveness: ...]" for the ranks of the group that are not alive and running.
   std::string LivenessTrouble() const;
   static constexpr size_t kMaxKeptScratch = size_t{256} << 20;

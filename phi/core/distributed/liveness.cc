@@ -20,21 +20,21 @@ namespace {
 std::string BeatKey(int init_rank) { return "liveness/" + std::to_string(init_rank); }
 std::string DeadKey(int init_rank) { return BeatKey(init_rank) + "/dead"; }
 
-int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 std::string HostName() {
   char buf[256] = {0};
   if (::gethostname(buf, sizeof(buf) - 1) != 0) return "?";
   return buf;
 }
 
-constexpr const char* kRunning = "running";
-
 }  // namespace
+
+int64_t WallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool RankLiveness::well() const { return alive() && what == kLivenessRunning; }
 
 std::string RankLiveness::ToString() const {
   std::string r = "rank " + std::to_string(rank) + ": ";
@@ -45,11 +45,11 @@ std::string RankLiveness::ToString() const {
     case State::kNeverSeen:
       return r + "never seen (no heartbeat: not started yet, or died before its first)";
     case State::kAlive:
-      return r + "alive" + (what == kRunning ? "" : ", " + what) + " (heartbeat " + age + ")";
+      return r + "alive" + (what == kLivenessRunning ? "" : ", " + what) + " (heartbeat " + age + ")";
     case State::kSilent:
       return r + "silent (last heartbeat " + age +
              ": stopped, hung, or cut off from the store)" +
-             (what == kRunning ? "" : "; it last said: " + what);
+             (what == kLivenessRunning ? "" : "; it last said: " + what);
     case State::kExited:
       return r + "exited (it ended its heartbeat at exit)";
     case State::kDead:
@@ -62,7 +62,7 @@ std::string ListLiveness(const std::vector<RankLiveness>& facts, bool trouble_on
   std::string out;
   for (const RankLiveness& f : facts) {
     if (f.state == RankLiveness::State::kUnknown) continue;
-    if (trouble_only && f.alive() && f.what == kRunning) continue;
+    if (trouble_only && f.well()) continue;
     out += (out.empty() ? "" : "; ") + f.ToString();
   }
   return out;
@@ -98,7 +98,7 @@ struct Liveness::Impl {
   std::shared_ptr<Store> query_store;  // Query's, under query_mu
   const Store* world_id = nullptr;     // which world the beat is for (not kept alive here)
   std::mutex query_mu;
-  std::string state = kRunning;
+  std::string state = kLivenessRunning;
   uint64_t wanted = 0, written = 0;  // state versions: Announce waits for written >= wanted
   std::map<int, std::vector<int>> groups;
   bool failing = false;  // the last beat did not reach the store
@@ -173,7 +173,7 @@ void Liveness::Start(const std::shared_ptr<Store>& world, int init_rank,
   m.init_rank = init_rank;
   m.world_id = world.get();
   m.stop = false;
-  m.state = kRunning;
+  m.state = kLivenessRunning;
   // A mark left by an earlier process of this rank goes; if this one ends without Stop
   // (killed, crashed, _exit), the store marks it dead the moment its connection closes.
   m.beat_store->delete_key(DeadKey(init_rank));
@@ -190,7 +190,7 @@ void Liveness::Start(const std::shared_ptr<Store>& world, int init_rank,
   (void)at_exit;
 }
 
-void Liveness::Stop(const std::string& state) {
+void Liveness::Stop() {
   Impl& m = *impl_;
   std::thread t;
   std::shared_ptr<Store> store;
@@ -199,7 +199,7 @@ void Liveness::Stop(const std::string& state) {
     std::lock_guard<std::mutex> lk(m.mu);
     if (!m.thread.joinable()) return;
     m.stop = true;
-    m.state = state;
+    m.state = kLivenessExited;
     t = std::move(m.thread);
     store = std::move(m.beat_store);
     rank = m.init_rank;
@@ -209,7 +209,7 @@ void Liveness::Stop(const std::string& state) {
   try {
     store->set_timeout(std::min(m.interval * 2, std::chrono::milliseconds(1000)));
     store->CancelSetOnClose(DeadKey(rank));
-    store->set(BeatKey(rank), m.Value(state));
+    store->set(BeatKey(rank), m.Value(kLivenessExited));
   } catch (const std::exception&) {
     // The store went first: the others see the beat stop, which is also true.
   }
@@ -218,16 +218,6 @@ void Liveness::Stop(const std::string& state) {
   std::lock_guard<std::mutex> lk(m.mu);
   m.query_store.reset();
   m.world_id = nullptr;
-}
-
-bool Liveness::running() const {
-  std::lock_guard<std::mutex> lk(impl_->mu);
-  return impl_->thread.joinable();
-}
-
-int Liveness::init_rank() const {
-  std::lock_guard<std::mutex> lk(impl_->mu);
-  return impl_->init_rank;
 }
 
 std::chrono::milliseconds Liveness::interval() const {
@@ -323,9 +313,9 @@ std::vector<RankLiveness> Liveness::Query(int gid, const std::vector<int>& ranks
       std::istringstream head(v.substr(0, bar));
       int64_t wall = 0;
       head >> wall;
-      f.what = bar == std::string::npos ? kRunning : v.substr(bar + 1);
+      f.what = bar == std::string::npos ? kLivenessRunning : v.substr(bar + 1);
       f.age_ms = std::max<int64_t>(0, WallMs() - wall);
-      if (f.what == "exited") {
+      if (f.what == kLivenessExited) {
         f.state = RankLiveness::State::kExited;
       } else if (f.age_ms > silent_after.count()) {
         f.state = RankLiveness::State::kSilent;
@@ -355,9 +345,8 @@ std::string Liveness::TroubleIn(int gid, int size, int self, std::chrono::millis
   const auto until = std::chrono::steady_clock::now() + settle;
   while (true) {
     const std::vector<RankLiveness> facts = Query(gid, others);
-    const bool all_well = std::all_of(facts.begin(), facts.end(), [](const RankLiveness& f) {
-      return f.alive() && f.what == kRunning;
-    });
+    const bool all_well = std::all_of(facts.begin(), facts.end(),
+                                      [](const RankLiveness& f) { return f.well(); });
     if (!all_well || std::chrono::steady_clock::now() >= until) {
       return DescribeLiveness(facts, /*trouble_only=*/true);
     }

@@ -32,6 +32,15 @@
 namespace phi {
 namespace distributed {
 
+// The wall clock in ms since the epoch: heartbeats and progress stamps, compared across
+// hosts.
+int64_t WallMs();
+
+// The states a process publishes itself: running (the start, and after an abort is over)
+// and exited (Stop). Any other is what it announced, e.g. "aborted <group>: <why>".
+constexpr const char* kLivenessRunning = "running";
+constexpr const char* kLivenessExited = "exited";
+
 // Query's `gid` for ranks numbered as at init, and for ranks nobody can map (a communicator
 // whose ranks are not its group's: the hierarchical all-reduce's leaders).
 constexpr int kInitRanks = -1;
@@ -44,6 +53,8 @@ struct RankLiveness {
   int64_t age_ms = -1;   // since its last beat (-1: none read)
   std::string what;      // alive: its state; dead: why; unknown: why nobody could tell
   bool alive() const { return state == State::kAlive; }
+  // Alive and running: nothing to say about it in an error.
+  bool well() const;
   // "rank 2: dead (the launcher saw it exit: killed by signal 9)"
   std::string ToString() const;
 };
@@ -69,11 +80,8 @@ class Liveness {
   // `interval` (elastic training asks for one) takes effect at once. Stopped at exit.
   void Start(const std::shared_ptr<Store>& world, int init_rank,
              std::chrono::milliseconds interval);
-  // Publishes "exited" and stops the heartbeat (at exit, or for a test that plays a rank
-  // whose heartbeat stopped).
-  void Stop(const std::string& state = "exited");
-  bool running() const;
-  int init_rank() const;
+  // Publishes "exited" and stops the heartbeat (at exit, and when the world is destroyed).
+  void Stop();
   std::chrono::milliseconds interval() const;
   // The age after which a rank counts as silent by default: three beats and a second.
   std::chrono::milliseconds silent_after() const;

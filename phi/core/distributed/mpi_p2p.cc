@@ -138,6 +138,5 @@ void MpiCommContext::RunP2PBatch(const std::vector<DeferredP2P>& ops) {
   }
 }
 
-
 }  // namespace distributed
 }  // namespace phi
