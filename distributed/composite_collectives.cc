@@ -276,11 +276,13 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Send(const DenseTensor& tensor, in
   int tag = opts.tag;
   OpDesc d{CommType::SEND, 0, n, 0, dt, dst_rank};
   d.tag = tag;
-  return Run(d, tensor.place(), {&tensor},
-             [=](CommContext* c, phi::Stream* s, TaskState*) {
-               c->Send(src, n, dt, dst_rank, tag, s);
-             },
-             sync_op, use_calc_stream);
+  return Run(
+      d, tensor.place(), {&tensor},
+      [=](CommContext* c, phi::Stream* s, TaskState*) { c->Send(src, n, dt, dst_rank, tag, s); },
+      sync_op, use_calc_stream,
+      [=](CommContext* c, TaskState*, CommContext::P2PDone done) {
+        c->PostSend(src, n, dt, dst_rank, tag, std::move(done));
+      });
 }
 
 ProcessGroup::TaskPtr ProcessGroupWithStream::Recv(DenseTensor* tensor, int src_rank,
@@ -311,7 +313,12 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Recv(DenseTensor* tensor, int src_
                c->Recv(dst, n, dt, src_rank == kAnySource ? CommContext::kAnyPeer : src_rank,
                        tag, s, &st->source_rank);
              },
-             sync_op, use_calc_stream);
+             sync_op, use_calc_stream,
+             [=](CommContext* c, TaskState* st, CommContext::P2PDone done) {
+               st->source_rank = src_rank;
+               c->PostRecv(dst, n, dt, src_rank == kAnySource ? CommContext::kAnyPeer : src_rank,
+                           tag, &st->source_rank, std::move(done));
+             });
 }
 
 ProcessGroup::TaskPtr ProcessGroupWithStream::Barrier(const BarrierOptions& opts) {

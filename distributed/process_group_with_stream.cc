@@ -91,7 +91,7 @@ void ProcessGroupWithStream::ShutdownStreams() {
   // flight is the destructor's to deal with, not a hang for the watchdog to act on.
   watch_->Retire();
   std::map<phi::Place, std::unique_ptr<phi::DeviceContext>> doomed;
-  std::map<std::tuple<int, int, int>, std::unique_ptr<phi::Stream>> lanes;
+  std::map<std::tuple<int, int, int>, std::shared_ptr<phi::Stream>> lanes;
   {
     std::lock_guard<std::mutex> lk(mu_);
     doomed.swap(comm_stream_contexts_);
@@ -106,7 +106,9 @@ void ProcessGroupWithStream::ShutdownStreams() {
                    << "at shutdown: " << e.what();
     }
   }
-  lanes.clear();  // joins the lane threads while the communicator still exists
+  // Joins the worker lanes' threads while the communicator still exists. A posted op still
+  // pending ends when the communicator is destroyed (its callback holds its lane).
+  lanes.clear();
   // A CPU comm stream drains its queue before its thread joins; a CUDA one synchronizes.
   for (auto& kv : doomed) {
     try {
@@ -265,25 +267,59 @@ std::function<void()> MakeJob(CommContext* comm, phi::Stream* stream,
     }
   };
 }
+
+// The job that posts a send or receive on the comm stream: it returns once posted; the
+// engine's callback ends the op (its state, then its ticket on the lane, which is its end).
+std::function<void()> MakePostJob(CommContext* comm,
+                                  std::function<void(CommContext*, TaskState*,
+                                                     CommContext::P2PDone)> post,
+                                  std::shared_ptr<TaskState> state,
+                                  std::shared_ptr<phi::CpuCompletionStream> lane, uint64_t ticket,
+                                  std::shared_ptr<const std::string> group, OpDesc desc) {
+  return [=, post = std::move(post)] {
+    state->MarkStarted();
+    auto ended = std::make_shared<std::atomic<bool>>(false);
+    CommContext::P2PDone done = [state, lane, ticket, group, desc, ended](std::exception_ptr e) {
+      if (ended->exchange(true)) return;
+      if (e) {
+        state->SetError(e);
+        NoteFailure(*group, desc, e, state.get());
+      } else {
+        state->MarkFinished(TaskStatus::kCompleted);
+      }
+      lane->Complete(ticket);
+    };
+    try {
+      post(comm, state.get(), done);
+    } catch (...) {
+      done(std::current_exception());
+    }
+  };
+}
 }  // namespace
 
-phi::Stream* ProcessGroupWithStream::P2PLaneLocked(const OpDesc& desc) {
+std::shared_ptr<phi::Stream> ProcessGroupWithStream::P2PLaneLocked(const OpDesc& desc,
+                                                                   bool posted) {
   auto key = std::make_tuple(desc.peer, desc.tag, static_cast<int>(desc.type));
   if (p2p_lanes_.size() >= kMaxIdleP2PLanes && p2p_lanes_.count(key) == 0) {
-    // A lane is a thread, and programs may use a new tag per step: past the bound, idle
-    // lanes are retired (their thread ends; events recorded on them stay valid).
+    // Programs may use a new tag per step: past the bound, idle lanes are retired (a worker
+    // lane's thread ends; events recorded on a lane stay valid).
     for (auto it = p2p_lanes_.begin(); it != p2p_lanes_.end();) {
       it = it->second->Query() ? p2p_lanes_.erase(it) : std::next(it);
     }
   }
   auto& lane = p2p_lanes_[key];
   if (!lane) {
-    lane = std::make_unique<phi::CpuWorkerStream>(
-        GetBackendName() + "-p2p-g" + std::to_string(GetGid()) + "-" +
-        CommTypeToString(desc.type) + "-peer" + std::to_string(desc.peer) + "-tag" +
-        std::to_string(desc.tag));
+    const std::string name = GetBackendName() + "-p2p-g" + std::to_string(GetGid()) + "-" +
+                             CommTypeToString(desc.type) + "-peer" +
+                             std::to_string(desc.peer) + "-tag" + std::to_string(desc.tag);
+    if (posted) {
+      lane = std::make_shared<phi::CpuCompletionStream>(name);
+    } else {
+      lane = std::make_shared<phi::CpuWorkerStream>(name);
+    }
   }
-  return lane.get();
+  return lane;
 }
 
 // What the stream of a new op must wait for, decided under mu_ and applied after: the calc
@@ -317,7 +353,7 @@ bool ProcessGroupWithStream::AgreesInBand(const phi::Place& place) const {
 ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place& place,
                                                   std::vector<const DenseTensor*> tensors,
                                                   CommFn fn, bool sync_op,
-                                                  bool use_calc_stream) {
+                                                  bool use_calc_stream, PostFn post) {
   CheckPlace(place);
   const bool p2p = IsP2P(desc.type);
   if (checks_before_issue_ && !p2p && !desc.local_failure) {
@@ -386,7 +422,28 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
     return task;
   }
   const bool on_lane = p2p && !use_calc_stream && place.is_cpu();
-  phi::Stream* stream = use_calc_stream ? calc : on_lane ? P2PLaneLocked(desc) : comm_stream;
+  if (on_lane && post && comm->PostsP2P()) {
+    // Posted from the comm stream, in order after the comm stream's earlier work; ended by
+    // the engine's callback on the lane. Later ops do not wait for it: the engine's
+    // point-to-point transport is its own.
+    auto lane = std::static_pointer_cast<phi::CpuCompletionStream>(P2PLaneLocked(desc, true));
+    const uint64_t ticket = lane->Begin();
+    std::shared_ptr<phi::Event> end = lane->CreateEvent();
+    end->Record(lane.get());
+    const auto waits = OrderLocked(comm_stream, calc, comm_stream, /*on_lane=*/true);
+    lk.unlock();
+    for (const auto& e : waits) comm_stream->WaitEvent(*e);
+    LaunchJob(comm_stream,
+              MakePostJob(comm, std::move(post), task->state(), lane, ticket, DescribePtr(),
+                          desc),
+              sync_op);
+    task->Issue(end, lane.get(), holders);
+    if (FLAGS_benchmark) lane->Synchronize(timeout_.load());
+    if (sync_op) task->Wait(timeout_.load());
+    return task;
+  }
+  std::shared_ptr<phi::Stream> lane = on_lane ? P2PLaneLocked(desc, false) : nullptr;
+  phi::Stream* stream = use_calc_stream ? calc : on_lane ? lane.get() : comm_stream;
   const auto waits = OrderLocked(stream, calc, comm_stream, on_lane);
   lk.unlock();
 

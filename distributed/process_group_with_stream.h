@@ -130,10 +130,16 @@ class ProcessGroupWithStream : public ProcessGroup {
  private:
   using CommFn =
       std::function<void(phi::distributed::CommContext*, phi::Stream*, TaskState*)>;
+  // Posts a send or receive (CommContext::PostSend/PostRecv) that ends with `done`.
+  using PostFn = std::function<void(phi::distributed::CommContext*, TaskState*,
+                                    phi::distributed::CommContext::P2PDone done)>;
   // The one path every op takes: picks and orders the stream, creates the task, runs the
   // agreement check (CPU collectives) and `fn` on the stream. fn may be null (a notice).
+  // `post`, given for a send or receive: how to post it where the communicator posts
+  // point-to-point ops (CPU places, not coalescing, not on the calc stream); it then runs
+  // on the comm stream without blocking, and the op ends when the engine's callback says.
   TaskPtr Run(OpDesc desc, const phi::Place& place, std::vector<const DenseTensor*> tensors,
-              CommFn fn, bool sync_op, bool use_calc_stream);
+              CommFn fn, bool sync_op, bool use_calc_stream, PostFn post = nullptr);
   // Runs `body` (an op's checks, then Run). When the checks fail on this rank before the op
   // took a sequence number, the other ranks are told through the agreement check (they
   // raise at once, naming this rank and the reason) and the error is rethrown here.
@@ -144,10 +150,13 @@ class ProcessGroupWithStream : public ProcessGroup {
   // coalescing.
   bool UseFusedAllReduce(const phi::Place& place) const;
   phi::DeviceContext* CommStreamContext(const phi::Place& place) const;
-  // The worker stream of point-to-point ops with one (peer, tag, direction) on a CPU
-  // place. Ops of one lane complete in order, as Gloo matches them; ops of different lanes
-  // do not wait for each other, so a pending receive never blocks another tag's. Holds mu_.
-  phi::Stream* P2PLaneLocked(const OpDesc& desc);
+  // The lane of point-to-point ops with one (peer, tag, direction) on a CPU place: where
+  // their ends are marked and their tensors recorded. Ops of one lane end in order, as the
+  // engines match them; ops of different lanes do not wait for each other, so a pending
+  // receive never holds up another tag's. For a communicator that posts point-to-point ops
+  // the lane is a CpuCompletionStream (no thread: the engine's callback completes its
+  // ticket); for one that blocks (MPI) a worker stream runs them. Holds mu_.
+  std::shared_ptr<phi::Stream> P2PLaneLocked(const OpDesc& desc, bool posted);
   // The events the stream of a new op waits for before it (see the .cc). Holds mu_; clears
   // the pending lane ops that a comm- or calc-stream op now waits for.
   std::vector<std::shared_ptr<phi::Event>> OrderLocked(phi::Stream* stream, phi::Stream* calc,
@@ -166,9 +175,10 @@ class ProcessGroupWithStream : public ProcessGroup {
   uint64_t p2p_seq_ = 0;  // point-to-point ops issued (OpDesc::p2p_seq)
   // Each place's comm stream (as a DeviceContext), created on first use.
   mutable std::map<phi::Place, std::unique_ptr<phi::DeviceContext>> comm_stream_contexts_;
-  std::map<std::tuple<int, int, int>, std::unique_ptr<phi::Stream>> p2p_lanes_;
+  std::map<std::tuple<int, int, int>, std::shared_ptr<phi::Stream>> p2p_lanes_;
   static constexpr size_t kMaxIdleP2PLanes = 32;  // more only while all of them are busy
-  // Ends of lane ops that the next op on the comm or calc stream must wait for.
+  // Ends of worker-lane ops (blocking engines) that the next op on the comm or calc stream
+  // must wait for: such an engine's communicator is never used by two threads at once.
   std::vector<std::shared_ptr<phi::Event>> pending_p2p_;
   int64_t local_failures_ = 0;  // serial of this rank's failure notices
   bool checker_raised_ = false;  // an observer's check raised (on every rank)

@@ -22,7 +22,7 @@ void CpuEvent::Record(Stream* stream) {
     progress_.reset();
     return;
   }
-  auto* worker = dynamic_cast<CpuWorkerStream*>(stream);
+  auto* worker = dynamic_cast<CpuProgressStream*>(stream);
   PADDLE_ENFORCE_NOT_NULL(worker, errors::InvalidArgument(
                                       "CpuEvent can only be recorded on a CPU stream, got %s",
                                       stream->DebugString().c_str()));
@@ -62,9 +62,71 @@ void CpuHostStream::WaitEvent(const Event& event) {
 
 std::unique_ptr<Event> CpuHostStream::CreateEvent() const { return std::make_unique<CpuEvent>(); }
 
+// ------------------------------------------------------------------ CpuProgressStream
+CpuProgressStream::CpuProgressStream(const std::string& name)
+    : progress_(std::make_shared<CpuStreamProgress>()) {
+  progress_->name = name;
+}
+
+bool CpuProgressStream::Query() const {
+  std::lock_guard<std::mutex> lk(progress_->mu);
+  return progress_->completed == progress_->submitted;
+}
+
+void CpuProgressStream::Synchronize(std::chrono::milliseconds timeout) const {
+  CpuEvent e;
+  e.Record(const_cast<CpuProgressStream*>(this));
+  e.Synchronize(timeout);
+}
+
+std::unique_ptr<Event> CpuProgressStream::CreateEvent() const {
+  return std::make_unique<CpuEvent>();
+}
+
+// ------------------------------------------------------------------ CpuCompletionStream
+CpuCompletionStream::CpuCompletionStream(std::string name)
+    : CpuProgressStream("CpuCompletionStream(" + name + ")"), name_(std::move(name)) {}
+
+uint64_t CpuCompletionStream::Begin() {
+  std::lock_guard<std::mutex> lk(progress_->mu);
+  return ++progress_->submitted;
+}
+
+void CpuCompletionStream::Complete(uint64_t ticket) {
+  std::lock_guard<std::mutex> lk(progress_->mu);
+  if (ticket != progress_->completed + 1) {
+    done_ahead_.insert(ticket);
+    return;
+  }
+  progress_->completed = ticket;
+  while (!done_ahead_.empty() && *done_ahead_.begin() == progress_->completed + 1) {
+    progress_->completed = *done_ahead_.begin();
+    done_ahead_.erase(done_ahead_.begin());
+  }
+  if (progress_->waiters > 0) progress_->cv.notify_all();
+}
+
+void CpuCompletionStream::Launch(std::function<void()> fn) {
+  const uint64_t ticket = Begin();
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    LOG(ERROR) << name_ << ": job raised and nobody caught it: " << e.what();
+  }
+  Complete(ticket);
+}
+
+void CpuCompletionStream::WaitEvent(const Event& event) {
+  event.Synchronize(std::chrono::hours(24 * 365));
+}
+
+std::string CpuCompletionStream::DebugString() const {
+  return "CpuCompletionStream(" + name_ + ", id " + std::to_string(id()) + ")";
+}
+
 // ------------------------------------------------------------------ CpuWorkerStream
 CpuWorkerStream::CpuWorkerStream(std::string name)
-    : name_(std::move(name)), progress_(std::make_shared<CpuStreamProgress>()) {
+    : CpuProgressStream(""), name_(std::move(name)) {
   progress_->name = DebugString();
   worker_ = std::thread([this] { Loop(); });
 }
@@ -149,21 +211,6 @@ void CpuWorkerStream::WaitEvent(const Event& event) {
   if (cpu_event->Query()) return;  // already passed: nothing to order
   auto copy = std::make_shared<CpuEvent>(*cpu_event);
   Launch([copy] { copy->Synchronize(std::chrono::hours(24 * 365)); });
-}
-
-bool CpuWorkerStream::Query() const {
-  std::lock_guard<std::mutex> lk(progress_->mu);
-  return progress_->completed == progress_->submitted;
-}
-
-void CpuWorkerStream::Synchronize(std::chrono::milliseconds timeout) const {
-  CpuEvent e;
-  e.Record(const_cast<CpuWorkerStream*>(this));
-  e.Synchronize(timeout);
-}
-
-std::unique_ptr<Event> CpuWorkerStream::CreateEvent() const {
-  return std::make_unique<CpuEvent>();
 }
 
 std::string CpuWorkerStream::DebugString() const {

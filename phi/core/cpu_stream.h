@@ -6,6 +6,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "phi/core/stream.h"
@@ -52,24 +53,52 @@ class CpuHostStream : public Stream {
   std::unique_ptr<Event> CreateEvent() const override;
 };
 
+// A CPU stream that counts its progress in CpuStreamProgress, where CpuEvents record.
+class CpuProgressStream : public Stream {
+ public:
+  Place place() const override { return CPUPlace(); }
+  bool Query() const override;
+  void Synchronize(std::chrono::milliseconds timeout) const override;
+  std::unique_ptr<Event> CreateEvent() const override;
+
+ protected:
+  explicit CpuProgressStream(const std::string& name);
+  friend class CpuEvent;
+  std::shared_ptr<CpuStreamProgress> progress_;
+};
+
+// Work that completes on a thread that is not the stream's (the point-to-point transport's
+// reactor): Begin() takes the next ticket for an op started elsewhere, Complete(ticket)
+// marks it done, in any order, from any thread. An event recorded on the stream passes once
+// every ticket up to its own is done. No thread of its own; Launch runs the job at once.
+class CpuCompletionStream : public CpuProgressStream {
+ public:
+  explicit CpuCompletionStream(std::string name);
+  uint64_t Begin();
+  void Complete(uint64_t ticket);
+  void Launch(std::function<void()> fn) override;
+  // Blocks the caller (the stream has no thread to block).
+  void WaitEvent(const Event& event) override;
+  std::string DebugString() const override;
+
+ private:
+  std::string name_;
+  std::set<uint64_t> done_ahead_;  // completed past the first pending one; progress_->mu
+};
+
 // An in-order worker thread. A job that throws is logged and the stream goes on: callers
 // that care (the collective engine) catch inside their jobs and keep the error.
-class CpuWorkerStream : public Stream {
+class CpuWorkerStream : public CpuProgressStream {
  public:
   explicit CpuWorkerStream(std::string name = "cpu-worker");
   ~CpuWorkerStream() override;  // drains submitted work, then joins
 
-  Place place() const override { return CPUPlace(); }
   void Launch(std::function<void()> fn) override;
   void LaunchPreferInline(std::function<void()> fn) override;
   void WaitEvent(const Event& event) override;
-  bool Query() const override;
-  void Synchronize(std::chrono::milliseconds timeout) const override;
-  std::unique_ptr<Event> CreateEvent() const override;
   std::string DebugString() const override;
 
  private:
-  friend class CpuEvent;
   struct Job {
     uint64_t seq;
     std::function<void()> fn;
@@ -81,7 +110,6 @@ class CpuWorkerStream : public Stream {
   // Marks progress (completed += 1) and wakes event waiters, if any. Holds progress_->mu.
   void CompleteLocked(uint64_t seq);
 
-  std::shared_ptr<CpuStreamProgress> progress_;
   // The worker sleeps here, apart from event waiters, so that finishing an inline job
   // (the sync fast path) does not wake an idle worker for nothing.
   std::condition_variable work_cv_;

@@ -21,6 +21,16 @@ void CommContext::Scatter(const void*, void*, int64_t, DataType, int, Stream*) {
   PADDLE_THROW(errors::Unimplemented("%s has no native scatter", BackendName().c_str()));
 }
 
+void CommContext::PostSend(const void*, int64_t, DataType, int, int, P2PDone) {
+  PADDLE_THROW(errors::Unimplemented("%s does not post point-to-point ops",
+                                     BackendName().c_str()));
+}
+
+void CommContext::PostRecv(void*, int64_t, DataType, int, int, int*, P2PDone) {
+  PADDLE_THROW(errors::Unimplemented("%s does not post point-to-point ops",
+                                     BackendName().c_str()));
+}
+
 CommGroupGuard::~CommGroupGuard() {
   if (ended_) return;
   try {

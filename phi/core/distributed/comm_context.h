@@ -17,6 +17,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -64,6 +66,17 @@ class CommContext {
   virtual void Recv(void* recv, int64_t count, DataType dtype, int peer, int tag,
                     Stream* stream, int* source = nullptr) = 0;
   virtual bool SupportsAnySource() const { return false; }
+  // Point-to-point posted without blocking: `done` runs once when the op completed (null)
+  // or failed, on the engine's own thread (it must not block), or on the caller's when the
+  // op fails before it is posted. The buffer is the op's until then. Where PostsP2P(), the
+  // process group runs ungrouped sends and receives this way: no thread waits for an op in
+  // flight. The peer and tag rules are Send's and Recv's.
+  using P2PDone = std::function<void(std::exception_ptr)>;
+  virtual bool PostsP2P() const { return false; }
+  virtual void PostSend(const void* send, int64_t count, DataType dtype, int peer, int tag,
+                        P2PDone done);
+  virtual void PostRecv(void* recv, int64_t count, DataType dtype, int peer, int tag,
+                        int* source, P2PDone done);
   // An all-gather whose block sizes may differ across ranks, up to VariableGatherCapacity()
   // bytes each (the same on every rank): the agreement check exchanges its record, and a
   // small all-reduce its payload with it, before the sizes are known to agree. Returns where

@@ -105,6 +105,7 @@ void IgnoreSigpipeOnce() {
 // ------------------------------------------------------------------ GlooCommContext
 GlooCommContext::GlooCommContext(std::unique_ptr<GlooMesh> mesh,
                                  std::unique_ptr<GlooFusedExchange> exchange,
+                                 std::unique_ptr<P2PEndpoint> p2p,
                                  std::shared_ptr<Store> store, std::chrono::milliseconds timeout,
                                  std::string describe, GlooOptions options, int gid)
     : CpuCommContext(mesh->context()->rank, mesh->context()->size, "Gloo", std::move(describe)),
@@ -115,7 +116,8 @@ GlooCommContext::GlooCommContext(std::unique_ptr<GlooMesh> mesh,
       options_(std::move(options)),
       gid_(gid),
       allreduce_forced_(ParseForcedAllReduce(FLAGS_gloo_allreduce_algo)),
-      exchange_(std::move(exchange)) {
+      exchange_(std::move(exchange)),
+      p2p_(std::move(p2p)) {
   exchange_->SetTimeout(timeout);
 }
 
@@ -484,11 +486,21 @@ std::unique_ptr<CommContext> CreateGlooCommContext(const std::shared_ptr<Store>&
                                       describe + " (exchange connections)", liveness_gid);
   }
   auto exchange = std::make_unique<GlooFusedExchange>(rank, size, std::move(ring), std::move(peer));
+  // Point-to-point messages, on the same address. A connection that ends blames its peer
+  // only after the liveness service said who of the group is really gone.
+  auto explain = [liveness_gid, size, rank](const std::string&) {
+    return liveness_gid == kUnmappedRanks
+               ? std::string()
+               : Liveness::Process().TroubleIn(liveness_gid, size, rank);
+  };
+  auto p2p = std::make_unique<P2PEndpoint>(group_store, rank, size, mesh->host(),
+                                           describe + " (point-to-point)", options.timeout,
+                                           explain);
   // Where this rank listens, as Gloo bound it (GLOG_v=1, or GLOG_vmodule=gloo_comm_context=1):
   // the multi-node tests assert with it that nothing listens on loopback.
   VLOG(1) << describe << " listens on " << listening << " (chosen by "
           << (attr.iface.empty() ? "address " + attr.hostname : "interface " + attr.iface) << ")";
-  return std::make_unique<GlooCommContext>(std::move(mesh), std::move(exchange),
+  return std::make_unique<GlooCommContext>(std::move(mesh), std::move(exchange), std::move(p2p),
                                            std::move(group_store), options.timeout,
                                            std::move(describe), options, gid);
 }

@@ -21,6 +21,7 @@
 #include "phi/core/distributed/cpu_coalesce.h"
 #include "phi/core/distributed/cpu_reduce.h"
 #include "phi/core/distributed/gloo_mesh_internal.h"
+#include "phi/core/distributed/p2p_transport_internal.h"
 #include "phi/core/distributed/peer_connection_internal.h"
 #include "phi/core/distributed/shm_group.h"
 #include "phi/core/distributed/spin_policy.h"
@@ -30,13 +31,8 @@ namespace phi {
 namespace distributed {
 
 // Gloo slots: Gloo's collectives use slots of their own prefixes; ours use prefixes Gloo
-// never does. Point-to-point messages: a header message (with the payload when it is small)
-// on the tag's slot, and a large payload on the tag's data slot.
-constexpr uint64_t kP2PSlotPrefix = uint64_t{0x7e} << 56;
-constexpr uint64_t kP2PDataSlotPrefix = uint64_t{0x7c} << 56;
-inline uint64_t P2PSlot(int tag) { return kP2PSlotPrefix | static_cast<uint32_t>(tag); }
-inline uint64_t P2PDataSlot(int tag) { return kP2PDataSlotPrefix | static_cast<uint32_t>(tag); }
-// The ring reduce-scatter's messages; steps of one call and calls follow each other in the
+// never does. Point-to-point messages do not travel on Gloo's pairs at all
+// (p2p_transport_internal.h). The ring reduce-scatter's messages; steps of one call and calls follow each other in the
 // same order on every rank, so one slot suffices.
 constexpr uint64_t kReduceScatterSlot = uint64_t{0x7d} << 56;
 
@@ -128,13 +124,20 @@ class GlooCommContext : public CpuCommContext {
   // first collective decides whether the ranks share a host (ShmGroup::Create).
   // `options`, `gid`: what the group was created with (the hierarchical path's network
   // step makes a communicator of its own with them).
+  // `p2p`: the point-to-point endpoint.
   GlooCommContext(std::unique_ptr<GlooMesh> mesh, std::unique_ptr<GlooFusedExchange> exchange,
-                  std::shared_ptr<Store> store, std::chrono::milliseconds timeout,
-                  std::string describe, GlooOptions options = {}, int gid = 0);
+                  std::unique_ptr<P2PEndpoint> p2p, std::shared_ptr<Store> store,
+                  std::chrono::milliseconds timeout, std::string describe,
+                  GlooOptions options = {}, int gid = 0);
   ~GlooCommContext() override;
 
   std::string BackendName() const override { return "Gloo"; }
   bool SupportsAnySource() const override { return true; }
+  bool PostsP2P() const override { return true; }
+  void PostSend(const void* send, int64_t count, DataType dtype, int peer, int tag,
+                P2PDone done) override;
+  void PostRecv(void* recv, int64_t count, DataType dtype, int peer, int tag, int* source,
+                P2PDone done) override;
 
   void Broadcast(const void* send, void* recv, int64_t count, DataType dtype, int root,
                  Stream*) override;
@@ -175,6 +178,7 @@ class GlooCommContext : public CpuCommContext {
     timeout_.store(timeout);
     mesh_->SetTimeout(timeout);
     exchange_->SetTimeout(timeout);
+    p2p_->SetTimeout(timeout);
     if (ShmGroup* shm = shm_live_.load(std::memory_order_acquire)) shm->SetTimeout(timeout);
     if (Hierarchy* h = hier_live_.load(std::memory_order_acquire)) h->SetTimeout(timeout);
   }
@@ -188,26 +192,6 @@ class GlooCommContext : public CpuCommContext {
   // of Gloo's algorithms it ends at the group's timeout (Gloo offers no way to wake it; the
   // engine's task is completed at once all the same). In gloo_p2p.cc.
   void WakeOnAbort(const std::string& why) override;
-  // A posted send: its header message (with the payload when small) and, for a large
-  // payload, the payload's own buffer.
-  struct PostedSend {
-    int peer = -1;
-    std::vector<char> message;
-    std::unique_ptr<::gloo::transport::UnboundBuffer> header, payload;
-  };
-  // A posted receive: the header message is received first; the payload, when large, is
-  // received once the header says from whom and how much.
-  struct PostedRecv {
-    void* dst = nullptr;
-    int64_t count = 0;
-    DataType dtype = DataType::UNDEFINED;
-    int peer = -1;  // kAnyPeer allowed
-    int tag = 0;
-    int* source = nullptr;
-    std::vector<char> message;
-    std::unique_ptr<::gloo::transport::UnboundBuffer> header;
-  };
-
   // Collectives (gloo_comm_context.cc).
   // The all-reduce by the plan (allreduce_plan.h); the shared-memory, hierarchical, gathered
   // and two-rank paths divide AVG themselves, Gloo's algorithms leave it to the caller.
@@ -218,13 +202,7 @@ class GlooCommContext : public CpuCommContext {
   // usable). Returns rank r's block at result + r * exchange_.Stride().
   const char* ExchangeEqual(const char* what, const void* mine, size_t bytes, size_t* stride);
 
-  // Point to point (gloo_p2p.cc). Send and Recv check the peer (CheckPeer) before they run
-  // or defer an op; the posts below take it as checked.
-  PostedSend PostSend(const void* send, int64_t count, DataType dtype, int peer, int tag);
-  void FinishSend(PostedSend* s);
-  PostedRecv PostRecv(void* recv, int64_t count, DataType dtype, int peer, int tag,
-                      int* source);
-  void FinishRecv(PostedRecv* r);
+  // Point to point (gloo_p2p.cc), on the endpoint p2p_. Every entry checks the peer.
   void CheckPeer(int peer, bool any_allowed, const char* what) const;
   // Posts and finishes a group's deferred sends and receives; raises the first error.
   void RunP2PBatch(const std::vector<DeferredP2P>& ops) override;
@@ -289,7 +267,8 @@ class GlooCommContext : public CpuCommContext {
   std::vector<char> reduce_scratch_;        // non-root output of Reduce
   std::vector<size_t> lengths_;             // the fused exchange's block lengths
   std::unique_ptr<GlooFusedExchange> exchange_;
-  // The unbound buffers a point-to-point or reduce-scatter wait blocks on, so that Abort can
+  std::unique_ptr<P2PEndpoint> p2p_;
+  // The unbound buffers a reduce-scatter wait blocks on, so that Abort can
   // wake it (Gloo's abortWaitSend/abortWaitRecv). A wait registers and checks the broken
   // state under waiting_mu_; Abort marks it broken before it takes waiting_mu_, so a wait is
   // either refused or woken.

@@ -1,0 +1,209 @@
+#include "phi/core/distributed/p2p_reactor_internal.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <vector>
+
+#include <glog/logging.h>
+
+#include "phi/core/errors.h"
+
+namespace phi {
+namespace distributed {
+namespace {
+// The loop looks at its timers at least this often, so a deadline set by another thread's
+// post is never missed by much even without a Rearm.
+constexpr int kMaxSleepMs = 200;
+constexpr uint64_t kWakeToken = 0;
+}  // namespace
+
+std::shared_ptr<P2PReactor> P2PReactor::Get() {
+  static std::mutex mu;
+  static std::weak_ptr<P2PReactor> current;
+  static pid_t owner = 0;
+  std::lock_guard<std::mutex> lk(mu);
+  std::shared_ptr<P2PReactor> r = current.lock();
+  if (r && owner != ::getpid()) {
+    // A forked child: the parent's reactor thread does not exist here. Its object is left
+    // alone (its destructor would join a thread that is not ours).
+    new std::shared_ptr<P2PReactor>(std::move(r));
+    r.reset();
+  }
+  if (!r) {
+    r.reset(new P2PReactor());
+    current = r;
+    owner = ::getpid();
+  }
+  return r;
+}
+
+P2PReactor::P2PReactor() {
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  PADDLE_ENFORCE(epoll_fd_ >= 0 && wake_fd_ >= 0,
+                 errors::Unavailable("point-to-point reactor: epoll/eventfd failed: %s",
+                                     std::strerror(errno)));
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kWakeToken;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  thread_ = std::thread([this] { Loop(); });
+}
+
+P2PReactor::~P2PReactor() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  const uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof(one));
+  if (thread_.joinable()) {
+    if (OnReactorThread()) {
+      thread_.detach();  // the last holder let go from a callback: the loop sees stop_
+    } else {
+      thread_.join();
+    }
+  }
+  ::close(wake_fd_);
+  ::close(epoll_fd_);
+}
+
+void P2PReactor::Post(std::function<void()> fn) {
+  bool was_empty;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    was_empty = posted_.empty();
+    posted_.push_back(std::move(fn));
+  }
+  if (was_empty) {
+    const uint64_t one = 1;
+    (void)!::write(wake_fd_, &one, sizeof(one));
+  }
+}
+
+void P2PReactor::PostAndWait(std::function<void()> fn) {
+  PADDLE_ENFORCE(!OnReactorThread(),
+                 errors::PreconditionNotMet("PostAndWait from the reactor's own thread"));
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  Post([&] {
+    fn();
+    std::lock_guard<std::mutex> lk(mu);
+    done = true;
+    cv.notify_one();
+  });
+  std::unique_lock<std::mutex> lk(mu);
+  cv.wait(lk, [&] { return done; });
+}
+
+uint64_t P2PReactor::Watch(int fd, uint32_t events, FdHandler handler) {
+  const uint64_t token = next_token_++;
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.u64 = token;
+  PADDLE_ENFORCE(::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) == 0,
+                 errors::Unavailable("point-to-point reactor: epoll_ctl(ADD, fd %d) failed: %s",
+                                     fd, std::strerror(errno)));
+  watched_[token] = Watched{fd, std::move(handler)};
+  return token;
+}
+
+void P2PReactor::Modify(uint64_t token, uint32_t events) {
+  auto it = watched_.find(token);
+  if (it == watched_.end()) return;
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.u64 = token;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, it->second.fd, &ev);
+}
+
+void P2PReactor::Unwatch(uint64_t token) {
+  auto it = watched_.find(token);
+  if (it == watched_.end()) return;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, it->second.fd, nullptr);
+  watched_.erase(it);
+}
+
+uint64_t P2PReactor::AddTimer(Timer timer) {
+  const uint64_t id = next_token_++;
+  timers_[id] = std::move(timer);
+  rearm_ = true;
+  return id;
+}
+
+void P2PReactor::RemoveTimer(uint64_t id) { timers_.erase(id); }
+
+void P2PReactor::RunPosted() {
+  std::deque<std::function<void()>> batch;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    batch.swap(posted_);
+  }
+  for (auto& fn : batch) {
+    try {
+      fn();
+    } catch (const std::exception& e) {  // a callback must not end the loop
+      LOG(ERROR) << "point-to-point reactor: a task raised: " << e.what();
+    }
+  }
+}
+
+void P2PReactor::Loop() {
+  std::vector<epoll_event> events(64);
+  Clock::time_point next = Clock::time_point::max();
+  for (;;) {
+    RunPosted();
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (stop_) return;
+    }
+    if (rearm_ || Clock::now() >= next) {
+      rearm_ = false;
+      next = Clock::time_point::max();
+      const Clock::time_point now = Clock::now();
+      std::vector<uint64_t> ids;
+      for (const auto& kv : timers_) ids.push_back(kv.first);
+      for (uint64_t id : ids) {  // a timer may remove timers
+        auto it = timers_.find(id);
+        if (it != timers_.end()) next = std::min(next, it->second(now));
+      }
+      if (rearm_) continue;  // a timer posted or re-armed: look again first
+    }
+    int sleep_ms = kMaxSleepMs;
+    if (next != Clock::time_point::max()) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
+      sleep_ms = static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left.count() + 1,
+                                                                         kMaxSleepMs)));
+    }
+    const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
+                               sleep_ms);
+    for (int i = 0; i < n; ++i) {
+      const uint64_t token = events[i].data.u64;
+      if (token == kWakeToken) {
+        uint64_t drained;
+        (void)!::read(wake_fd_, &drained, sizeof(drained));
+        continue;
+      }
+      auto it = watched_.find(token);
+      if (it == watched_.end()) continue;  // unwatched by an earlier handler of this round
+      FdHandler handler = it->second.handler;  // a copy: the handler may unwatch itself
+      try {
+        handler(events[i].events);
+      } catch (const std::exception& e) {
+        LOG(ERROR) << "point-to-point reactor: a socket handler raised: " << e.what();
+      }
+    }
+    if (n == static_cast<int>(events.size())) events.resize(events.size() * 2);
+    if (rearm_) next = Clock::now();  // look at the timers on the next turn
+  }
+}
+
+}  // namespace distributed
+}  // namespace phi
