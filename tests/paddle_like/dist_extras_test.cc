@@ -111,6 +111,58 @@ TEST(DistFutures, CallbacksRunWithoutAWaiterAndFuturesAddNoThreads) {
   });
 }
 
+// Point-to-point ops in flight cost no thread each. Per process the threads are
+//   T0 (main, store client, liveness heartbeat, watchdog) + 1 point-to-point reactor
+//   + per group: its comm stream + Gloo's device loop + 1 future-completion thread,
+// whatever number of sends, receives, tags and futures are in flight: here 4 groups with 50
+// distinct tags each, 200 receives pending at once (and their futures), then 200 sends.
+// The old design ran each (peer, tag, direction) on a thread of its own: 200 more.
+TEST(DistFutures, PointToPointInFlightAddsNoThreads) {
+  RunRanks(2, [](const RankContext& ctx) {
+    InitGloo();
+    std::vector<dist::GroupPtr> groups{nullptr};
+    for (int g = 1; g < 4; ++g) groups.push_back(dist::new_group({0, 1}));
+    for (auto& g : groups) {  // every group's communicator, streams and endpoint exist
+      DenseTensor warm = Ints({0});
+      dist::all_reduce(&warm, dist::ReduceOp::SUM, {g});
+      dist::all_reduce(&warm, dist::ReduceOp::SUM, {g, true})->get_future()->then(
+          [](dist::Work&) {})->wait();
+    }
+    const int before = ThreadsOfThisProcess();
+    const int peer = 1 - ctx.rank;
+    constexpr int kTags = 50;
+    std::vector<DenseTensor> in, out;
+    for (int i = 0; i < 4 * kTags; ++i) {
+      in.push_back(Ints({-1}));
+      out.push_back(Ints({1000 * ctx.rank + i}));
+    }
+    std::atomic<int> received{0};
+    std::vector<std::shared_ptr<dist::Future>> futures;
+    for (int g = 0; g < 4; ++g) {
+      for (int tag = 0; tag < kTags; ++tag) {
+        auto w = dist::irecv(&in[g * kTags + tag], peer, {groups[g], tag});
+        futures.push_back(w->get_future()->then([&received](dist::Work& done) {
+          if (done.is_success()) ++received;
+        }));
+      }
+    }
+    const int pending = ThreadsOfThisProcess();
+    EXPECT_LE(pending, before) << "200 pending receives started threads";
+    std::vector<dist::WorkPtr> sends;
+    for (int g = 3; g >= 0; --g) {  // groups and tags in the opposite order of the receives
+      for (int tag = kTags - 1; tag >= 0; --tag) {
+        sends.push_back(dist::isend(out[g * kTags + tag], peer, {groups[g], tag}));
+      }
+    }
+    EXPECT_LE(ThreadsOfThisProcess(), before) << "200 sends in flight started threads";
+    for (auto& w : sends) w->wait();
+    for (auto& f : futures) f->wait();
+    EXPECT_EQ(received.load(), 4 * kTags);
+    for (int i = 0; i < 4 * kTags; ++i) EXPECT_EQ(At(in[i], 0), 1000 * peer + i) << i;
+    dist::destroy_process_group();
+  });
+}
+
 TEST(DistFutures, WaitRethrowsTheOpsErrorAndThenCallbacksSeeIt) {
   RunRanks(2, [](const RankContext& ctx) {
     dist::InitOptions o;
