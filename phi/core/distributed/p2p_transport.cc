@@ -18,11 +18,11 @@
 #include <map>
 #include <random>
 #include <sstream>
-#include <thread>
 
 #include <glog/logging.h>
 
 #include "phi/core/distributed/p2p_reactor_internal.h"
+#include "phi/core/distributed/peer_connection_internal.h"
 #include "phi/core/distributed/store/tcp_utils.h"
 #include "phi/core/errors.h"
 
@@ -80,6 +80,14 @@ void Finish(P2PDone& done, std::exception_ptr e) {
   } catch (const std::exception& ex) {
     LOG(ERROR) << "point-to-point completion raised: " << ex.what();
   }
+}
+
+// Large socket buffers: a rendezvous payload moves in few system calls.
+void Tune(int fd) {
+  tcputils::SetNoDelay(fd);
+  int size = kSocketBuffer;
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
 }
 
 std::string Spec(int64_t count, DataType dtype) {
@@ -218,10 +226,7 @@ struct P2PEndpoint::State {
     for (;;) {
       const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) return;
-      tcputils::SetNoDelay(fd);
-      int sz = kSocketBuffer;
-      setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+      Tune(fd);
       auto c = std::make_unique<Conn>();
       c->fd = fd;
       WatchConn(c.get());
@@ -875,53 +880,12 @@ void P2PEndpoint::Prepare(int peer) {
   PADDLE_ENFORCE(!s.closed_flag.load(),
                  errors::Unavailable("%s: the communicator was aborted or destroyed",
                                      s.describe.c_str()));
-  const auto timeout = std::chrono::milliseconds(s.timeout_ms.load());
-  const auto deadline = Clock::now() + timeout;
-  const std::string key = AddressKey(peer);
-  std::string value;
-  for (;;) {  // in slices, so that an Abort is seen
-    PADDLE_ENFORCE(!s.closed_flag.load(),
-                   errors::Unavailable("%s: aborted while waiting for rank %d",
-                                       s.describe.c_str(), peer));
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    PADDLE_ENFORCE(left.count() > 0,
-                   errors::Timeout("%s: rank %d did not create this group within %lld ms (it "
-                                   "died, hangs, or never creates it)",
-                                   s.describe.c_str(), peer,
-                                   static_cast<long long>(timeout.count())));
-    try {
-      store_->wait({key}, std::min(left, std::chrono::milliseconds(50)));
-      const std::vector<uint8_t> bytes = store_->get(key);
-      value.assign(bytes.begin(), bytes.end());
-      break;
-    } catch (const TimeoutError&) {
-    }
-  }
-  std::istringstream in(value);
-  std::string host;
-  unsigned port = 0;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(s.timeout_ms.load());
   uint64_t nonce = 0;
-  PADDLE_ENFORCE(static_cast<bool>(in >> host >> port >> nonce) && port > 0 && port < 65536,
-                 errors::External("%s: rank %d published a malformed address '%s'",
-                                  s.describe.c_str(), peer, value.c_str()));
+  const int fd = DialPublishedAddress(store_.get(), AddressKey(peer), peer, deadline,
+                                      [&s] { return s.closed_flag.load(); }, s.describe, &nonce);
   std::string error;
-  int fd = -1;
-  while (fd < 0) {
-    fd = tcputils::ConnectOnce(host, static_cast<uint16_t>(port), deadline, &error);
-    if (fd >= 0) break;
-    PADDLE_ENFORCE(!s.closed_flag.load() && Clock::now() < deadline,
-                   errors::Unavailable("%s: connecting to rank %d at %s for point-to-point "
-                                       "messages failed: %s",
-                                       s.describe.c_str(), peer,
-                                       tcputils::HostPort(host, static_cast<uint16_t>(port))
-                                           .c_str(),
-                                       error.c_str()));
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  tcputils::SetNoDelay(fd);
-  int sz = kSocketBuffer;
-  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+  Tune(fd);
   const Hello hello{kHelloMagic, s.rank, nonce};
   if (!tcputils::SendAll(fd, reinterpret_cast<const uint8_t*>(&hello), sizeof(hello), deadline,
                          &error)) {

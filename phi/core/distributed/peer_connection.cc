@@ -131,20 +131,23 @@ void PeerConnection::Accept(Clock::time_point deadline) {
   }
 }
 
-void PeerConnection::Dial(Clock::time_point deadline) {
+int DialPublishedAddress(Store* store, const std::string& key, int peer,
+                         std::chrono::steady_clock::time_point deadline,
+                         const std::function<bool()>& aborted, const std::string& describe,
+                         uint64_t* nonce) {
   std::string value;
-  for (;;) {  // in slices, so that Shutdown is seen
-    PADDLE_ENFORCE(!shut_.load(), errors::Unavailable("%s: aborted while waiting for rank %d",
-                                                      describe_.c_str(), peer_));
+  for (;;) {  // in slices, so that an abort is seen
+    PADDLE_ENFORCE(!aborted(), errors::Unavailable("%s: aborted while waiting for rank %d",
+                                                   describe.c_str(), peer));
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
                                                                              Clock::now());
     PADDLE_ENFORCE(left.count() > 0,
                    errors::Timeout("%s: rank %d did not create this group within the group's "
                                    "timeout (it died, hangs, or never creates it)",
-                                   describe_.c_str(), peer_));
+                                   describe.c_str(), peer));
     try {
-      store_->wait({key_}, std::min(left, std::chrono::milliseconds(kConnectSliceMs)));
-      const std::vector<uint8_t> bytes = store_->get(key_);
+      store->wait({key}, std::min(left, std::chrono::milliseconds(kConnectSliceMs)));
+      const std::vector<uint8_t> bytes = store->get(key);
       value.assign(bytes.begin(), bytes.end());
       break;
     } catch (const TimeoutError&) {
@@ -153,23 +156,28 @@ void PeerConnection::Dial(Clock::time_point deadline) {
   std::istringstream in(value);
   std::string host;
   unsigned port = 0;
-  uint64_t nonce = 0;
-  PADDLE_ENFORCE(static_cast<bool>(in >> host >> port >> nonce) && port > 0 && port < 65536,
+  PADDLE_ENFORCE(static_cast<bool>(in >> host >> port >> *nonce) && port > 0 && port < 65536,
                  errors::External("%s: rank %d published a malformed address '%s'",
-                                  describe_.c_str(), peer_, value.c_str()));
+                                  describe.c_str(), peer, value.c_str()));
   std::string error;
-  int fd = -1;
-  while (fd < 0) {
-    fd = tcputils::ConnectOnce(host, static_cast<uint16_t>(port), deadline, &error);
-    if (fd >= 0) break;
-    PADDLE_ENFORCE(!shut_.load() && Clock::now() < deadline,
+  for (;;) {
+    const int fd = tcputils::ConnectOnce(host, static_cast<uint16_t>(port), deadline, &error);
+    if (fd >= 0) return fd;
+    PADDLE_ENFORCE(!aborted() && Clock::now() < deadline,
                    errors::Unavailable("%s: connecting to rank %d at %s failed: %s",
-                                       describe_.c_str(), peer_,
+                                       describe.c_str(), peer,
                                        tcputils::HostPort(host, static_cast<uint16_t>(port))
                                            .c_str(),
                                        error.c_str()));
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+}
+
+void PeerConnection::Dial(Clock::time_point deadline) {
+  uint64_t nonce = 0;
+  const int fd = DialPublishedAddress(store_.get(), key_, peer_, deadline,
+                                      [this] { return shut_.load(); }, describe_, &nonce);
+  std::string error;
   if (!tcputils::SendAll(fd, reinterpret_cast<const uint8_t*>(&nonce), sizeof(nonce), deadline,
                          &error)) {
     ::close(fd);

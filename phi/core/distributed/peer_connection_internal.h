@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,6 +48,16 @@ class DuplexStreams {
   // Bytes [before, after) arrived.
   virtual void Received(size_t before, size_t after) = 0;
 };
+
+// A connection to the rank that published "host port nonce" under `key` in `store` (the
+// rendezvous of PeerConnection and of the point-to-point endpoint): waits for the key in
+// slices (Unavailable once `aborted()`; Timeout naming `peer` at `deadline`), connects,
+// retrying until the deadline, and returns the connected non-blocking fd, with the nonce the
+// listener expects in *nonce. The caller greets.
+int DialPublishedAddress(Store* store, const std::string& key, int peer,
+                         std::chrono::steady_clock::time_point deadline,
+                         const std::function<bool()>& aborted, const std::string& describe,
+                         uint64_t* nonce);
 
 class PeerConnection {
  public:
