@@ -1,7 +1,8 @@
 // The shared-memory transport of CPU groups on one host (phi/core/distributed/shm_group.h):
 // that it is the path taken, that nothing stays in /dev/shm, that a dead or stalled rank is
-// named, that it is correct with spinning off, and that one rank with it off keeps the whole
-// group on TCP. The collectives' results on every world size, dtype and op are in
+// named, that it is correct with spinning off, that one rank with it off keeps the whole
+// group on TCP, and that a large point-to-point message between ranks of one host is read from
+// the sender's memory (one copy) unless either rank has the flag off. The collectives' results on every world size, dtype and op are in
 // gloo_collectives_test.cc (both transports); the fault matrix and the fuzz test run on it by
 // default. Real processes, real TCPStore.
 #include <gtest/gtest.h>
@@ -18,6 +19,7 @@
 #include <thread>
 
 #include "distributed/process_group_gloo.h"
+#include "phi/core/distributed/p2p_transport_internal.h"
 #include "phi/core/flags.h"
 #include "tests/distributed/collective_test_util.h"
 #include "tests/harness/multiprocess.h"
@@ -171,6 +173,93 @@ TEST(ShmTransport, OneRankOffKeepsTheGroupOnTcp) {
     pg.Scatter(&got, in, {0}, true);
     ExpectClose(got, std::vector<Val>(3, Val{0, 0}), "scatter on tcp");
     FLAGS_cpu_shm_transport = true;
+  });
+}
+
+// A rendezvous-sized message (above the eager 64 KiB) between ranks of one host is read from
+// the sender's memory: in one piece and in several (the read goes a chunk per reactor turn),
+// in a ring and crossed in one batch. Rank 1 has the flag off: the pairs it is in keep the
+// socket, and the results are the same. What each rank read from memory is counted exactly.
+TEST(ShmTransport, LargePointToPointIsReadFromTheSendersMemory) {
+  RunRanks(3, [](const RankContext& ctx) {
+    FLAGS_cpu_shm_transport = ctx.rank != 1;
+    ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, std::chrono::seconds(20));
+    const int me = ctx.rank, next = (me + 1) % 3, prev = (me + 2) % 3;
+    const uint64_t before = phi::distributed::P2PLentBytesReceived();
+    uint64_t expect_lent = 0;
+    for (int64_t n : {int64_t{20000}, int64_t{1300007}}) {  // 160 KB; 10.4 MB: 3 chunks
+      DenseTensor out(phi::CPUPlace(), DataType::INT64, phi::DDim({n}));
+      for (int64_t i = 0; i < n; ++i) out.data<int64_t>()[i] = me * 1000000007LL + i;
+      DenseTensor in = Filled(DataType::INT64, n, -1);
+      pg.StartCoalescing();
+      pg.Send(out, next, 0, -1, false, false);
+      pg.Recv(&in, prev, 0, -1, false, false);
+      pg.EndCoalescing()->Wait();
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(in.data<int64_t>()[i], prev * 1000000007LL + i) << "ring, element " << i;
+      }
+      // Rank 0 hears rank 2 (both lend); rank 1 hears rank 0 and rank 2 hears rank 1 (flag off).
+      if (me == 0) expect_lent += static_cast<uint64_t>(n) * 8;
+    }
+    // Crossed: every rank sends to both others, then receives from both in reverse order.
+    const int64_t n = 300000;
+    std::vector<DenseTensor> outs, ins;
+    pg.GroupStart();
+    for (int r = 0; r < 3; ++r) {
+      if (r == me) continue;
+      outs.push_back(Filled(DataType::FLOAT32, n, me * 10 + r));
+      pg.Send(outs.back(), r, 0, -1, false, false);
+    }
+    std::vector<int> from;
+    for (int r = 2; r >= 0; --r) {
+      if (r == me) continue;
+      ins.push_back(Filled(DataType::FLOAT32, n, -1));
+      from.push_back(r);
+    }
+    for (size_t k = 0; k < ins.size(); ++k) pg.Recv(&ins[k], from[k], 0, -1, false, false);
+    pg.GroupEnd()->Wait();
+    for (size_t k = 0; k < ins.size(); ++k) {
+      ExpectClose(ins[k], std::vector<Val>(n, Val{from[k] * 10.0 + me, 0}),
+                  "crossed, from rank " + std::to_string(from[k]));
+      if (me != 1 && from[k] != 1) expect_lent += static_cast<uint64_t>(n) * 4;
+    }
+    EXPECT_EQ(phi::distributed::P2PLentBytesReceived() - before, expect_lent);
+    pg.Barrier()->Wait();
+    FLAGS_cpu_shm_transport = true;
+  });
+}
+
+// A lent send that timed out before its receive came: the late receive reads nothing valid
+// and fails naming the sender (the sender's answer says the send ended), and the pair goes on.
+TEST(ShmTransport, LentSendThatTimedOutFailsTheLateReceive) {
+  RunRanks(2, [](const RankContext& ctx) {
+    ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, std::chrono::milliseconds(800));
+    DenseTensor one = Filled(DataType::INT32, 1, 1);
+    pg.AllReduce(&one, one, {}, true);  // both communicators exist
+    const int64_t n = 1 << 20;  // 4 MiB
+    if (ctx.rank == 0) {
+      {
+        DenseTensor out = Filled(DataType::FLOAT32, n, 5.0);
+        EXPECT_THROW(pg.Send(out, 1, true), phi::TimeoutError);
+      }  // its memory goes back once the transport let go of it
+      // The wait timed out; the transport's own deadline ends the send a moment later.
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      ctx.store->set("send_failed", "1");
+      DenseTensor again = Filled(DataType::FLOAT32, n, 7.0);
+      pg.Send(again, 1, true);
+      return;
+    }
+    ctx.store->wait({"send_failed"}, std::chrono::seconds(30));
+    DenseTensor in = Filled(DataType::FLOAT32, n, -1);
+    try {
+      pg.Recv(&in, 0, true);
+      ADD_FAILURE() << "a receive matched a send that had timed out";
+    } catch (const phi::TimeoutError& e) {
+      EXPECT_NE(std::string(e.what()).find("rank 0 gave up its send"), std::string::npos)
+          << e.what();
+    }
+    pg.Recv(&in, 0, true);
+    ExpectClose(in, std::vector<Val>(n, Val{7, 0}), "the next message");
   });
 }
 

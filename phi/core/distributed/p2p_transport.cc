@@ -6,6 +6,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,8 +24,10 @@
 
 #include "phi/core/distributed/p2p_reactor_internal.h"
 #include "phi/core/distributed/peer_connection_internal.h"
+#include "phi/core/distributed/shm_group.h"
 #include "phi/core/distributed/store/tcp_utils.h"
 #include "phi/core/errors.h"
+#include "phi/core/flags.h"
 
 namespace phi {
 namespace distributed {
@@ -38,11 +41,18 @@ constexpr uint64_t kMaxPayloadBytes = uint64_t{1} << 40;
 constexpr size_t kReadBuffer = size_t{256} << 10;
 constexpr int kSocketBuffer = 4 << 20;
 constexpr int kMaxIov = 32;
+// A lent payload is read this much per reactor turn, so other connections are served between.
+constexpr size_t kLentChunk = size_t{4} << 20;
 
 // Sender -> receiver: kEager (payload follows), kRts (announces a large message), kData (the
-// payload a kCts asked for), kWithdrawn (the send behind a kCts timed out). Receiver ->
-// sender: kCts (send it), kReject (the receive expects another size: do not).
-enum FrameKind : uint32_t { kEager = 1, kRts, kData, kWithdrawn, kCts, kReject };
+// payload a kCts asked for), kWithdrawn (the send behind a kCts or kFin ended before it),
+// kRtsLocal (announces a large message the receiver may read from the sender's memory),
+// kFinAck (the memory read was the send's throughout). Receiver -> sender: kCts (send it),
+// kReject (the receive expects another size: do not), kFin (read it from your memory).
+enum FrameKind : uint32_t {
+  kEager = 1, kRts, kData, kWithdrawn, kCts, kReject, kRtsLocal, kFin, kFinAck
+};
+bool ToSender(uint32_t kind) { return kind == kCts || kind == kReject || kind == kFin; }
 
 struct Frame {
   uint32_t magic;
@@ -50,9 +60,11 @@ struct Frame {
   int32_t tag;
   int32_t dtype;
   int64_t count;
-  uint64_t id;  // the send's, for the rendezvous frames
+  uint64_t id;        // the send's, for the rendezvous frames
+  int64_t pid = 0;    // kRtsLocal: the sender's process
+  uint64_t addr = 0;  // kRtsLocal: the payload's address there
 };
-static_assert(sizeof(Frame) == 32, "the wire format");
+static_assert(sizeof(Frame) == 48, "the wire format");
 
 struct Hello {
   uint32_t magic;
@@ -90,8 +102,21 @@ void Tune(int fd) {
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
 }
 
+std::atomic<uint64_t> lent_bytes_received{0};
+
 std::string Spec(int64_t count, DataType dtype) {
   return std::to_string(count) + " elements of " + DataTypeToString(dtype);
+}
+
+// Published beside the address: processes with the same token may read each other's memory
+// (the same boot and namespaces, ShmHostIdentity, and the flag on); "-" never matches.
+std::string LocalToken() {
+  if (!FLAGS_cpu_shm_transport) return "-";
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char ch : ShmHostIdentity()) h = (h ^ ch) * 1099511628211ull;
+  std::ostringstream out;
+  out << std::hex << h;
+  return out.str();
 }
 }  // namespace
 
@@ -103,6 +128,7 @@ struct SendOp {
   const char* data = nullptr;
   size_t bytes = 0;
   bool awaiting_cts = false;  // a large message announced, its payload not yet asked for
+  bool lent = false;          // announced with kRtsLocal: the receiver may read `data`
   Clock::time_point deadline;
   P2PDone done;
 };
@@ -116,6 +142,10 @@ struct RecvOp {
   int* source = nullptr;
   Clock::time_point deadline;
   P2PDone done;
+  // Matched to a lent payload: where it is, and how much of it was read.
+  int64_t lent_pid = 0;
+  uint64_t lent_addr = 0;
+  size_t copied = 0;
   bool Matches(int from, int t) const {
     return tag == t && (peer == P2PEndpoint::kAnyPeer || peer == from);
   }
@@ -130,6 +160,8 @@ struct Unexpected {
   bool rts;
   uint64_t id;              // rts: the send's
   std::vector<char> bytes;  // eager: the payload
+  int64_t lent_pid = 0;     // rts: the kRtsLocal's memory, or 0
+  uint64_t lent_addr = 0;
 };
 
 struct OutSegment {
@@ -170,7 +202,7 @@ struct Conn {
   Clock::time_point last_sent = Clock::now();   // the last bytes written
 };
 
-struct P2PEndpoint::State {
+struct P2PEndpoint::State : std::enable_shared_from_this<P2PEndpoint::State> {
   std::shared_ptr<P2PReactor> reactor;
   int rank = 0, size = 0;
   std::string describe;
@@ -186,6 +218,7 @@ struct P2PEndpoint::State {
   std::string closed_why;
   std::vector<std::unique_ptr<Conn>> out, in;  // per peer: dialed by us / by the peer
   std::vector<std::string> out_broken, in_broken;
+  std::vector<bool> lend_to;  // per peer: announce large sends with kRtsLocal
   std::list<std::unique_ptr<Conn>> unidentified;
   // Closed connections that no map holds any more, freed once no handler runs on them.
   std::vector<std::unique_ptr<Conn>> dead;
@@ -210,11 +243,12 @@ struct P2PEndpoint::State {
     ::close(c->fd);
     c->fd = -1;
   }
-  void AdoptOut(int peer, int fd) {
+  void AdoptOut(int peer, int fd, bool lend) {
     if (closed) {
       ::close(fd);
       return;
     }
+    lend_to[peer] = lend;
     auto c = std::make_unique<Conn>();
     c->fd = fd;
     c->peer = peer;
@@ -383,7 +417,7 @@ struct P2PEndpoint::State {
   }
   static OutSegment Control(FrameKind kind, const Frame& about) {
     OutSegment s;
-    s.frame = Frame{kFrameMagic, kind, about.tag, about.dtype, about.count, about.id};
+    s.frame = Frame{kFrameMagic, kind, about.tag, about.dtype, about.count, about.id, 0, 0};
     return s;
   }
 
@@ -498,8 +532,8 @@ struct P2PEndpoint::State {
   void OnFrame(Conn* c, const Frame& f) {
     const bool with_payload = f.kind == kEager || f.kind == kData;
     const uint64_t es = KnownDtype(f.dtype) ? SizeOf(static_cast<DataType>(f.dtype)) : 0;
-    if (f.magic != kFrameMagic || f.kind < kEager || f.kind > kReject ||
-        (c->outgoing != (f.kind == kCts || f.kind == kReject)) || es == 0 || f.count < 0 ||
+    if (f.magic != kFrameMagic || f.kind < kEager || f.kind > kFinAck ||
+        c->outgoing != ToSender(f.kind) || es == 0 || f.count < 0 ||
         static_cast<uint64_t>(f.count) > kMaxPayloadBytes / es) {
       return Malformed(c, f, "a malformed header");
     }
@@ -525,10 +559,13 @@ struct P2PEndpoint::State {
         }
         break;
       }
-      case kRts: {
+      case kRts:
+      case kRtsLocal: {
         auto r = FindPosted(p, f.tag);
         if (r == posted.end()) {
-          unexpected.push_back(Unexpected{p, f.tag, dt, f.count, true, f.id, {}});
+          const bool lent = f.kind == kRtsLocal;
+          unexpected.push_back(Unexpected{p, f.tag, dt, f.count, true, f.id, {},
+                                          lent ? f.pid : 0, lent ? f.addr : 0});
         } else {
           RecvOp op = std::move(*r);
           posted.erase(r);
@@ -569,9 +606,15 @@ struct P2PEndpoint::State {
           break;
         }
         SendOp& s = it->second;
+        if (s.lent && lend_to[p]) {  // the receiver could not read this process's memory
+          VLOG(1) << describe << ": rank " << p << " cannot read this process's memory; "
+                  << "large messages to it go on the socket";
+          lend_to[p] = false;
+        }
         s.awaiting_cts = false;
         OutSegment seg;
-        seg.frame = Frame{kFrameMagic, kData, s.tag, static_cast<int32_t>(s.dtype), s.count, s.id};
+        seg.frame =
+            Frame{kFrameMagic, kData, s.tag, static_cast<int32_t>(s.dtype), s.count, s.id, 0, 0};
         seg.payload = s.data;
         seg.payload_len = s.bytes;
         seg.completes = s.id;
@@ -581,6 +624,27 @@ struct P2PEndpoint::State {
       case kReject:
         CompleteSend(f.id);  // the receiver reports the mismatch; this send is done
         break;
+      case kFin: {  // the receiver read the lent payload: confirm it was the send's throughout
+        auto it = sends.find(f.id);
+        if (it == sends.end() || !it->second.awaiting_cts || !it->second.lent) {
+          Enqueue(c, Control(kWithdrawn, f));  // it timed out before: the read is void
+          break;
+        }
+        Enqueue(c, Control(kFinAck, f));
+        CompleteSend(f.id);
+        break;
+      }
+      case kFinAck: {
+        auto it = awaiting_data.find({p, f.id});
+        if (it != awaiting_data.end() && it->second.lent_pid != 0 &&
+            it->second.copied == it->second.bytes) {
+          lent_bytes_received.fetch_add(it->second.bytes, std::memory_order_relaxed);
+          P2PDone done = std::move(it->second.done);
+          awaiting_data.erase(it);
+          Finish(done, nullptr);
+        }
+        break;
+      }
     }
     if (with_payload && c->in_payload && c->left == 0) PayloadDone(c);
   }
@@ -625,12 +689,17 @@ struct P2PEndpoint::State {
             ") expects " + Spec(r.count, r.dtype) + ", but the matching Send carries " +
             Spec(count, dt) + ". The receive buffer was left unchanged."));
   }
-  // A receive matched a large message's announcement: ask for the payload, or refuse it.
+  // A receive matched a large message's announcement: ask for the payload (or read it, when
+  // lent), or refuse it.
   void Answer(Conn* c, const Frame& rts, RecvOp op) {
     const int p = c->peer;
     if (op.dtype == static_cast<DataType>(rts.dtype) && op.count == rts.count) {
       if (op.source != nullptr) *op.source = p;
+      const bool lent = rts.kind == kRtsLocal;
+      op.lent_pid = lent ? rts.pid : 0;
+      op.lent_addr = lent ? rts.addr : 0;
       awaiting_data[{p, rts.id}] = std::move(op);
+      if (lent) return ReadLent({p, rts.id});
       Enqueue(c, Control(kCts, rts));
     } else {
       Enqueue(c, Control(kReject, rts));
@@ -638,11 +707,46 @@ struct P2PEndpoint::State {
       Finish(op.done, Mismatch(op, p, rts.tag, static_cast<DataType>(rts.dtype), rts.count));
     }
   }
+  // A lent payload (kRtsLocal) matched: read it from the sender's memory, a chunk per
+  // reactor turn, then tell the sender (kFin); the receive completes on its answer (kFinAck:
+  // the memory was the send's throughout; kWithdrawn: the send had ended, the read is void).
+  // Memory that cannot be read (no permission to attach, say) is asked for instead (kCts):
+  // the payload then comes on the socket, over whatever was read.
+  void ReadLent(std::pair<int, uint64_t> key) {
+    auto it = awaiting_data.find(key);
+    if (it == awaiting_data.end()) return;  // it ended meanwhile
+    RecvOp& op = it->second;
+    Conn* c = in[key.first].get();
+    const Frame about{kFrameMagic, 0,       op.tag, static_cast<int32_t>(op.dtype),
+                      op.count,    key.second, 0,   0};
+    const size_t n = std::min(kLentChunk, op.bytes - op.copied);
+    if (n > 0) {
+      iovec local{op.dst + op.copied, n};
+      iovec remote{reinterpret_cast<void*>(op.lent_addr + op.copied), n};
+      const ssize_t got = ::process_vm_readv(static_cast<pid_t>(op.lent_pid), &local, 1,
+                                             &remote, 1, 0);
+      if (got <= 0) {
+        VLOG(1) << describe << ": reading rank " << key.first << "'s memory failed ("
+                << (got < 0 ? std::strerror(errno) : "nothing read") << "); asking for it";
+        op.lent_pid = 0;
+        return Enqueue(c, Control(kCts, about));
+      }
+      op.copied += static_cast<size_t>(got);
+      c->last_bytes = Clock::now();
+    }
+    if (op.copied < op.bytes) {
+      auto self = shared_from_this();
+      reactor->Post([self, key] { self->ReadLent(key); });
+      return;
+    }
+    Enqueue(c, Control(kFin, about));
+  }
   // A receive matched a message that had arrived already.
   void Deliver(RecvOp op, Unexpected u) {
     if (u.rts) {
       Conn* c = in[u.peer].get();
-      Frame rts{kFrameMagic, kRts, u.tag, static_cast<int32_t>(u.dtype), u.count, u.id};
+      Frame rts{kFrameMagic, u.lent_pid != 0 ? kRtsLocal : kRts, u.tag,
+                static_cast<int32_t>(u.dtype), u.count, u.id, u.lent_pid, u.lent_addr};
       return Answer(c, rts, std::move(op));
     }
     if (op.source != nullptr) *op.source = u.peer;
@@ -668,8 +772,15 @@ struct P2PEndpoint::State {
     s.id = next_send_id++;
     OutSegment seg;
     const bool eager = s.bytes <= P2PEndpoint::kEagerBytes;
-    seg.frame = Frame{kFrameMagic, eager ? kEager : kRts, s.tag, static_cast<int32_t>(s.dtype),
-                      s.count, s.id};
+    s.lent = !eager && lend_to[s.peer];
+    seg.frame = Frame{kFrameMagic,
+                      eager ? kEager : (s.lent ? kRtsLocal : kRts),
+                      s.tag,
+                      static_cast<int32_t>(s.dtype),
+                      s.count,
+                      s.id,
+                      s.lent ? static_cast<int64_t>(::getpid()) : 0,
+                      s.lent ? reinterpret_cast<uint64_t>(s.data) : 0};
     if (eager) {
       seg.payload = s.data;
       seg.payload_len = s.bytes;
@@ -832,6 +943,7 @@ P2PEndpoint::P2PEndpoint(std::shared_ptr<Store> store, int rank, int size,
   s.in.resize(size);
   s.out_broken.resize(size);
   s.in_broken.resize(size);
+  s.lend_to.resize(size, false);
   if (size < 2) return;
   std::string error;
   s.listen_fd = tcputils::Listen(host, 0, &error);
@@ -840,7 +952,8 @@ P2PEndpoint::P2PEndpoint(std::shared_ptr<Store> store, int rank, int size,
                                      s.describe.c_str(), host.c_str(), error.c_str()));
   s.nonce = RandomNonce();
   std::ostringstream value;
-  value << host << ' ' << tcputils::LocalPort(s.listen_fd) << ' ' << s.nonce;
+  value << host << ' ' << tcputils::LocalPort(s.listen_fd) << ' ' << s.nonce << ' '
+        << LocalToken();
   try {
     store_->set(AddressKey(rank), value.str());
   } catch (...) {
@@ -882,8 +995,11 @@ void P2PEndpoint::Prepare(int peer) {
                                      s.describe.c_str()));
   const auto deadline = Clock::now() + std::chrono::milliseconds(s.timeout_ms.load());
   uint64_t nonce = 0;
-  const int fd = DialPublishedAddress(store_.get(), AddressKey(peer), peer, deadline,
-                                      [&s] { return s.closed_flag.load(); }, s.describe, &nonce);
+  std::string token;
+  const int fd =
+      DialPublishedAddress(store_.get(), AddressKey(peer), peer, deadline,
+                           [&s] { return s.closed_flag.load(); }, s.describe, &nonce, &token);
+  const bool lend = token != "-" && token == LocalToken();
   std::string error;
   Tune(fd);
   const Hello hello{kHelloMagic, s.rank, nonce};
@@ -894,7 +1010,7 @@ void P2PEndpoint::Prepare(int peer) {
                                      peer, error.c_str()));
   }
   auto st = state_;
-  st->reactor->Post([st, peer, fd] { st->AdoptOut(peer, fd); });
+  st->reactor->Post([st, peer, fd, lend] { st->AdoptOut(peer, fd, lend); });
   dialed_[peer] = true;
 }
 
@@ -933,6 +1049,8 @@ void P2PEndpoint::PostRecv(void* data, int64_t count, DataType dtype, int peer, 
   auto s = state_;
   s->reactor->Post([s, op = std::move(op)]() mutable { s->DoRecv(std::move(op)); });
 }
+
+uint64_t P2PLentBytesReceived() { return lent_bytes_received.load(); }
 
 void RunP2POps(P2PEndpoint* endpoint, const std::vector<PendingCpuP2P>& ops,
                std::chrono::milliseconds timeout) {

@@ -18,7 +18,13 @@
 // payload). A larger one is announced (RTS); the receiver answers when a receive matches it
 // (CTS, or REJECT when the receive expects another dtype or count), and only then does the
 // payload follow, straight into the receive's buffer: an unmatched large message costs the
-// receiver no memory. Receives match messages of their (peer, tag), or any peer's for a
+// receiver no memory. Between ranks that share a host (and FLAGS_cpu_shm_transport), the
+// payload moves in one copy instead of two: the announcement lends the sender's memory
+// (RTS-LOCAL: its pid and address), the receiver reads it into the receive's buffer
+// (process_vm_readv), says so (FIN), and completes once the sender confirms that the send
+// was still pending throughout (FIN-ACK); a send that timed out meanwhile answers WITHDRAWN
+// and the receive fails. A receiver that cannot read the sender's memory asks for the
+// payload on the socket instead (CTS), and the sender stops lending to it. Receives match messages of their (peer, tag), or any peer's for a
 // receive from any source, in the order the receives were posted and the messages arrived.
 //
 // Failures. A malformed header, a connection that ends with ops pending, or an op past the
@@ -94,6 +100,10 @@ class P2PEndpoint {
   std::mutex dial_mu_;
   std::vector<bool> dialed_;  // under dial_mu_
 };
+
+// Payload bytes this process's receives read from their senders' memory (the one-copy path
+// between ranks of one host) since it started: what tests and benchmarks check the path by.
+uint64_t P2PLentBytesReceived();
 
 // Posts `ops` (sends and receives) and waits for all of them; raises the first error after
 // every op ended. The endpoint's deadlines end each op; `timeout` (the group's) only sets

@@ -134,7 +134,7 @@ void PeerConnection::Accept(Clock::time_point deadline) {
 int DialPublishedAddress(Store* store, const std::string& key, int peer,
                          std::chrono::steady_clock::time_point deadline,
                          const std::function<bool()>& aborted, const std::string& describe,
-                         uint64_t* nonce) {
+                         uint64_t* nonce, std::string* rest) {
   std::string value;
   for (;;) {  // in slices, so that an abort is seen
     PADDLE_ENFORCE(!aborted(), errors::Unavailable("%s: aborted while waiting for rank %d",
@@ -159,6 +159,9 @@ int DialPublishedAddress(Store* store, const std::string& key, int peer,
   PADDLE_ENFORCE(static_cast<bool>(in >> host >> port >> *nonce) && port > 0 && port < 65536,
                  errors::External("%s: rank %d published a malformed address '%s'",
                                   describe.c_str(), peer, value.c_str()));
+  if (rest != nullptr) {
+    std::getline(in >> std::ws, *rest);
+  }
   std::string error;
   for (;;) {
     const int fd = tcputils::ConnectOnce(host, static_cast<uint16_t>(port), deadline, &error);

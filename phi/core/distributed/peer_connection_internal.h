@@ -53,11 +53,12 @@ class DuplexStreams {
 // rendezvous of PeerConnection and of the point-to-point endpoint): waits for the key in
 // slices (Unavailable once `aborted()`; Timeout naming `peer` at `deadline`), connects,
 // retrying until the deadline, and returns the connected non-blocking fd, with the nonce the
-// listener expects in *nonce. The caller greets.
+// listener expects in *nonce and, when `rest` is given, what the value holds after the nonce
+// (trimmed). The caller greets.
 int DialPublishedAddress(Store* store, const std::string& key, int peer,
                          std::chrono::steady_clock::time_point deadline,
                          const std::function<bool()>& aborted, const std::string& describe,
-                         uint64_t* nonce);
+                         uint64_t* nonce, std::string* rest = nullptr);
 
 class PeerConnection {
  public:
