@@ -15,6 +15,7 @@
 #pragma once
 
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -82,6 +83,17 @@ std::vector<ChildResult> SpawnRanks(int world_size,
 // signal and its whole output.
 void RunRanks(int world_size, const std::function<void(const RankContext&)>& fn,
               const SpawnOptions& opts = {});
+
+// The number of threads of the calling process (/proc/self/status), -1 if unreadable: what
+// the tests that bound a design's threads count.
+inline int ThreadsOfThisProcess() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  }
+  return -1;
+}
 
 }  // namespace testing
 }  // namespace paddle_like

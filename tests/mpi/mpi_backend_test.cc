@@ -236,6 +236,56 @@ TEST_P(MpiBackend, TimeoutAndAbortAreTypedErrors) {
   });
 }
 
+// Point-to-point ops in flight cost no thread each: the MPI engine posts them (MPI_Isend /
+// MPI_Irecv) and one progress thread per process completes them all. Per process the threads
+// are the test's and MPI's own, plus per group its comm stream and future-completion thread,
+// plus 1 MPI progress thread, whatever number of sends, receives and tags are in flight: here
+// 4 groups with 50 distinct tags each, 200 receives pending at once, then 200 sends, in a
+// ring. The old design ran each (peer, tag, direction) on a thread of its own: 400 more.
+TEST_P(MpiBackend, PointToPointInFlightAddsNoThreads) {
+  if (GetParam() < 2) GTEST_SKIP() << "needs a peer";
+  RunRanks(GetParam(), [](const RankContext& ctx) {
+    const int ws = ctx.world_size, next = (ctx.rank + 1) % ws, prev = (ctx.rank + ws - 1) % ws;
+    std::vector<std::shared_ptr<ProcessGroupMPI>> groups;
+    for (int g = 0; g < 4; ++g) {
+      groups.push_back(std::make_shared<ProcessGroupMPI>(
+          std::make_shared<phi::distributed::PrefixStore>("g" + std::to_string(g), ctx.store),
+          ctx.rank, ws, 10 + g, std::chrono::seconds(30)));
+      // Its streams exist, and the progress thread: one posted exchange.
+      DenseTensor out = Filled(ctx.rank, 1), in = Filled(-1, 1);
+      auto s = groups[g]->Send(out, next, false);
+      groups[g]->Recv(&in, prev, false)->Wait();
+      s->Wait();
+    }
+    const int before = ThreadsOfThisProcess();
+    constexpr int kTags = 50;
+    std::vector<DenseTensor> in, out;
+    for (int i = 0; i < 4 * kTags; ++i) {
+      in.push_back(Filled(-1, 3));
+      out.push_back(Filled(1000 * ctx.rank + i, 3));
+    }
+    std::vector<ProcessGroupMPI::TaskPtr> recvs, sends;
+    for (int g = 0; g < 4; ++g) {
+      for (int tag = 0; tag < kTags; ++tag) {
+        recvs.push_back(groups[g]->Recv(&in[g * kTags + tag], prev, 0, -1, false, false, {tag}));
+      }
+    }
+    EXPECT_LE(ThreadsOfThisProcess(), before) << "200 pending receives started threads";
+    for (int g = 3; g >= 0; --g) {  // groups and tags in the opposite order of the receives
+      for (int tag = kTags - 1; tag >= 0; --tag) {
+        sends.push_back(groups[g]->Send(out[g * kTags + tag], next, 0, -1, false, false, {tag}));
+      }
+    }
+    EXPECT_LE(ThreadsOfThisProcess(), before) << "200 sends in flight started threads";
+    for (auto& t : sends) t->Wait();
+    for (auto& t : recvs) t->Wait();
+    for (int i = 0; i < 4 * kTags; ++i) {  // Filled: element j is (value + 1) * (j + 1)
+      const double v = 1000.0 * prev + i + 1;
+      ExpectClose(in[i], {Val{v, 0}, Val{2 * v, 0}, Val{3 * v, 0}}, "message " + std::to_string(i));
+    }
+  });
+}
+
 // Run by mpi_rank_dies.sh only (PADDLE_MPI_RANK_DIES=1): the last rank leaves the job with
 // _exit in the middle of a loop of all-reduces. OpenMPI's mpirun then ends the whole job
 // (the survivors are killed, mpirun exits non-zero and says which rank exited); the script

@@ -68,15 +68,6 @@ TEST(DistFutures, ThenRunsAfterTheOpAndChains) {
   dist::destroy_process_group();
 }
 
-int ThreadsOfThisProcess() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
-  }
-  return -1;
-}
-
 // Futures cost no thread each: 200 futures with then() callbacks, nobody waiting on most of
 // them, add at most the one future-completion thread, and every callback still runs.
 TEST(DistFutures, CallbacksRunWithoutAWaiterAndFuturesAddNoThreads) {

@@ -35,7 +35,9 @@ const char* ThreadLevelName(int level) {
 void FinalizeAtExit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (finalized) return;
+  MpiProgress::Get().Stop();  // it polls requests: not past MPI_Finalize
+  MPI_Finalize();
 }
 
 struct InitState {
@@ -183,7 +185,9 @@ MpiCommContext::~MpiCommContext() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   // After MPI_Finalize (a group destroyed at static destruction) there is nothing to free.
-  if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (finalized) return;
+  MpiProgress::Get().Drop(this, "the communicator was destroyed");
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
 void MpiCommContext::Call(int rc, const char* what) {

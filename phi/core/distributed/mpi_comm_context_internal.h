@@ -1,12 +1,15 @@
 // The MPI CommContext's class (internal to the MPI engine: mpi_comm_context.cc holds start-up
-// and the collectives, mpi_p2p.cc point-to-point and groups, mpi_types.cc the mapping of our
-// dtypes and reduce ops onto MPI's).
+// and the collectives, mpi_p2p.cc point-to-point and groups, mpi_progress.cc the thread that
+// completes posted point-to-point requests, mpi_types.cc the mapping of our dtypes and reduce
+// ops onto MPI's).
 #pragma once
 
 #include <mpi.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <exception>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -41,6 +44,52 @@ MpiReduction MpiReductionFor(DataType real_dtype, ReduceOp op);
 // Raises InvalidArgument when `count` does not fit MPI's int counts.
 int MpiCount(int64_t count, const char* what);
 
+class MpiCommContext;
+
+// One thread per process completes the MPI engine's posted sends and receives: it polls
+// MPI_Testsome over every pending request of every communicator (MPI has no completion
+// callback), ends a request at its deadline (its communicator broken: a send cannot be taken
+// back) or when its communicator is broken or aborted, and runs each op's `done`. While
+// requests are pending it polls under the spin rule (spin_policy.h), then sleeps in growing
+// steps up to 1 ms; with none it blocks. So posted ops cost one thread in all, however many
+// are in flight.
+class MpiProgress {
+ public:
+  struct Op {
+    MPI_Request req = MPI_REQUEST_NULL;
+    MpiCommContext* owner = nullptr;
+    PendingCpuP2P what;  // the receive's checks (dtype, count, tag), *source
+    std::chrono::steady_clock::time_point deadline;
+    CommContext::P2PDone done;
+  };
+  static MpiProgress& Get();
+  void Add(Op op);
+  // Ends `owner`'s pending ops now (Unavailable: why); returns once none of them is polled
+  // or completing. The owner's destructor calls it before freeing its communicator.
+  void Drop(MpiCommContext* owner, const std::string& why);
+  // Looks at the communicators' broken state now (an abort).
+  void Wake();
+  // Before MPI_Finalize: ends what is pending and stops the thread.
+  void Stop();
+
+ private:
+  MpiProgress() = default;
+  void Loop();
+  // The poller's: end active_[i] with `error` (null: completed with `status`).
+  void End(size_t i, std::exception_ptr error, const MPI_Status* status);
+  void Cancel(Op* op);
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Op> incoming_;                 // under mu_
+  std::vector<std::pair<MpiCommContext*, std::string>> drops_;  // under mu_
+  uint64_t drops_done_ = 0, drops_asked_ = 0;  // under mu_
+  bool started_ = false, stop_ = false, woken_ = false;  // under mu_
+  // The thread's.
+  std::vector<Op> active_;
+  std::vector<MPI_Request> reqs_;
+};
+
 class MpiCommContext : public CpuCommContext {
  public:
   MpiCommContext(MPI_Comm comm, int rank, int size, std::chrono::milliseconds timeout,
@@ -68,6 +117,13 @@ class MpiCommContext : public CpuCommContext {
   void Send(const void* send, int64_t count, DataType dtype, int peer, int tag,
             Stream*) override;
   void SetTimeout(std::chrono::milliseconds timeout) override { timeout_.store(timeout); }
+  // Posted (mpi_progress.cc): MPI_Isend / MPI_Irecv, completed by MpiProgress's thread.
+  bool PostsP2P() const override { return true; }
+  void PostSend(const void* send, int64_t count, DataType dtype, int peer, int tag,
+                P2PDone done) override;
+  void PostRecv(void* recv, int64_t count, DataType dtype, int peer, int tag, int* source,
+                P2PDone done) override;
+  void WakeOnAbort(const std::string& why) override;
   // The agreement check's exchange: one MPI_Allgather of a fixed kExchangeSlot bytes per rank
   // ([u64 length][data]); small, because over shared memory the bytes cost more than the
   // message (a 4 KiB slot added ~4 us to an 8 B all-reduce).
@@ -91,7 +147,15 @@ class MpiCommContext : public CpuCommContext {
                  const std::vector<int64_t>& recv_offsets, DataType dtype, Stream*) override;
 
  private:
+  friend class MpiProgress;
   using DeferredP2P = PendingCpuP2P;
+
+  // A completed receive: raises InvalidArgument when the sender sent another count than
+  // `op` expects; writes *op.source.
+  void CheckReceived(const DeferredP2P& op, const MPI_Status& status) const;
+  // The error code of a failed MPI_Test*/MPI_Wait* call: the failing request's own under
+  // MPI_ERR_IN_STATUS.
+  static int FailedCode(int rc, const MPI_Status* statuses, int n);
 
   bool AllReducePrepared(const void* send, void* recv, int64_t count, DataType dtype,
                          ReduceOp op) override;

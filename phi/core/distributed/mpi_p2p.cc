@@ -45,19 +45,7 @@ void MpiCommContext::WaitAll(std::vector<MPI_Request>* reqs, std::vector<MPI_Sta
   for (unsigned spins = 0;; ++spins) {
     int done = 0;
     const int rc = MPI_Testall(n, reqs->data(), &done, statuses->data());
-    if (rc != MPI_SUCCESS) {
-      // MPI_ERR_IN_STATUS names the failing request's own code.
-      int code = rc;
-      if (rc == MPI_ERR_IN_STATUS) {
-        for (const auto& st : *statuses) {
-          if (st.MPI_ERROR != MPI_SUCCESS && st.MPI_ERROR != MPI_ERR_PENDING) {
-            code = st.MPI_ERROR;
-            break;
-          }
-        }
-      }
-      Call(code, what);
-    }
+    if (rc != MPI_SUCCESS) Call(FailedCode(rc, statuses->data(), n), what);
     if (done) return;
     // Checked now and then: a clock read costs more than a poll of shared memory.
     if ((spins & 1023) == 1023) {
@@ -125,17 +113,29 @@ void MpiCommContext::RunP2PBatch(const std::vector<DeferredP2P>& ops) {
   }
   if (first) std::rethrow_exception(first);
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i].is_send) continue;
-    int got = 0;
-    MPI_Get_count(&statuses[i], MpiMoveBuffer(ops[i].dtype, ops[i].count).type, &got);
-    const int want = MpiMoveBuffer(ops[i].dtype, ops[i].count).count;
-    PADDLE_ENFORCE(got == want,
-                   errors::InvalidArgument(
-                       "%s: recv from rank %d (tag %d) expected %d elements but the sender "
-                       "sent %d.",
-                       describe().c_str(), statuses[i].MPI_SOURCE, ops[i].tag, want, got));
-    if (ops[i].source != nullptr) *ops[i].source = statuses[i].MPI_SOURCE;
+    if (!ops[i].is_send) CheckReceived(ops[i], statuses[i]);
   }
+}
+
+void MpiCommContext::CheckReceived(const DeferredP2P& op, const MPI_Status& status) const {
+  int got = 0;
+  MPI_Get_count(&status, MpiMoveBuffer(op.dtype, op.count).type, &got);
+  const int want = MpiMoveBuffer(op.dtype, op.count).count;
+  PADDLE_ENFORCE(got == want,
+                 errors::InvalidArgument(
+                     "%s: recv from rank %d (tag %d) expected %d elements but the sender "
+                     "sent %d.",
+                     describe().c_str(), status.MPI_SOURCE, op.tag, want, got));
+  if (op.source != nullptr) *op.source = status.MPI_SOURCE;
+}
+
+int MpiCommContext::FailedCode(int rc, const MPI_Status* statuses, int n) {
+  if (rc != MPI_ERR_IN_STATUS) return rc;
+  for (int i = 0; i < n; ++i) {  // the failing request's own code
+    const int e = statuses[i].MPI_ERROR;
+    if (e != MPI_SUCCESS && e != MPI_ERR_PENDING) return e;
+  }
+  return rc;
 }
 
 }  // namespace distributed
