@@ -161,6 +161,8 @@ class MpiCommContext : public CpuCommContext {
                          ReduceOp op) override;
   // Posts one nonblocking send or receive (mpi_p2p.cc).
   MPI_Request Post(const DeferredP2P& op);
+  // Posts it and hands it to MpiProgress, whose thread runs `done` (mpi_progress.cc).
+  void PostP2P(const DeferredP2P& op, P2PDone done);
   // Completes `reqs` together: polls MPI_Testall so that the group's timeout and Abort end
   // the wait (a blocking MPI_Waitall would wait forever for a peer that never sends).
   void WaitAll(std::vector<MPI_Request>* reqs, std::vector<MPI_Status>* statuses,

@@ -212,14 +212,13 @@ void MpiProgress::Loop() {
 }
 
 // ------------------------------------------------------------------ posting
-void MpiCommContext::PostSend(const void* send, int64_t count, DataType dtype, int peer,
-                              int tag, P2PDone done) {
+void MpiCommContext::PostP2P(const DeferredP2P& what, P2PDone done) {
   MpiProgress::Op op;
-  op.what = DeferredP2P{true, send, nullptr, count, dtype, peer, tag, nullptr};
+  op.what = what;
   try {
-    CheckPeer(peer, false, "send to");
+    CheckPeer(what.peer, !what.is_send, what.is_send ? "send to" : "recv from");
     ThrowIfBroken();
-    op.req = Post(op.what);
+    op.req = Post(what);
   } catch (...) {
     return done(std::current_exception());
   }
@@ -229,21 +228,14 @@ void MpiCommContext::PostSend(const void* send, int64_t count, DataType dtype, i
   MpiProgress::Get().Add(std::move(op));
 }
 
+void MpiCommContext::PostSend(const void* send, int64_t count, DataType dtype, int peer,
+                              int tag, P2PDone done) {
+  PostP2P(DeferredP2P{true, send, nullptr, count, dtype, peer, tag, nullptr}, std::move(done));
+}
+
 void MpiCommContext::PostRecv(void* recv, int64_t count, DataType dtype, int peer, int tag,
                               int* source, P2PDone done) {
-  MpiProgress::Op op;
-  op.what = DeferredP2P{false, nullptr, recv, count, dtype, peer, tag, source};
-  try {
-    CheckPeer(peer, true, "recv from");
-    ThrowIfBroken();
-    op.req = Post(op.what);
-  } catch (...) {
-    return done(std::current_exception());
-  }
-  op.owner = this;
-  op.deadline = Clock::now() + timeout_.load();
-  op.done = std::move(done);
-  MpiProgress::Get().Add(std::move(op));
+  PostP2P(DeferredP2P{false, nullptr, recv, count, dtype, peer, tag, source}, std::move(done));
 }
 
 void MpiCommContext::WakeOnAbort(const std::string&) { MpiProgress::Get().Wake(); }
