@@ -3,12 +3,15 @@
 # and new alternating, for a refactor's "no loss of speed" check. Prints Markdown tables of
 # the medians over the repetitions and new / old.
 #
-#   tools/old_vs_new.sh OLD_BUILD NEW_BUILD [--what allreduce|training] [--ranks "2 4"]
+#   tools/old_vs_new.sh OLD_BUILD NEW_BUILD [--what allreduce|sendrecv|training] [--ranks "2 4"]
 #                       [--sizes "8 1K ... 64M"] [--reps N] [--shm 0|1]
 #
 #   allreduce (the default): float32 sum all-reduce, sync, in place (comm_bench), per size:
 #             median (p90) per op. --shm 0 (the default) runs the TCP paths
 #             (FLAGS_cpu_shm_transport=0), 1 the shared-memory ones.
+#   sendrecv: point-to-point, a ring shift (every rank sends to the next and receives from
+#             the previous, one batch), sync, per size: median (p90); --shm as above (1 lets
+#             ranks of one host read large messages from the sender's memory).
 #   training: the DataParallel step (dp_bench, setting "(a) DataParallel, 25 MB", the
 #             default bucket: rank 0's median (p90) step) and the main job
 #             (train_fashion_mnist, one epoch: samples/s; an epoch is about a second, so ask
@@ -32,7 +35,7 @@ while (($#)); do
     *) echo "old_vs_new: unknown option $1" >&2; exit 2 ;;
   esac
 done
-[[ $WHAT == allreduce || $WHAT == training ]] || { echo "old_vs_new: --what $WHAT?" >&2; exit 2; }
+[[ $WHAT =~ ^(allreduce|sendrecv|training)$ ]] || { echo "old_vs_new: --what $WHAT?" >&2; exit 2; }
 [[ $WHAT == training ]] && SIZES="dp job"
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
@@ -46,8 +49,10 @@ run() {  # run BUILD RANKS ITEM OUTFILE
     dp) timeout 600 "${launch[@]}" "$b/tools/dp_bench/dp_bench" > "$out.log" 2>&1 ;;
     job) timeout 600 "${launch[@]}" "$b/tools/train_fashion_mnist/train_fashion_mnist" \
            --epochs 1 --verify_steps 0 > "$out.log" 2>&1 ;;
-    *) FLAGS_cpu_shm_transport=$SHM timeout 300 "${launch[@]}" "$b/tools/comm_bench/comm_bench" \
-         -c allreduce -b "$item" -e "$item" --sync $(iters "$item") --no-outofplace \
+    *) local place=--no-outofplace
+       [[ $WHAT == sendrecv ]] && place=--no-inplace  # a send has no in-place form
+       FLAGS_cpu_shm_transport=$SHM timeout 300 "${launch[@]}" "$b/tools/comm_bench/comm_bench" \
+         -c "$WHAT" -b "$item" -e "$item" --sync $(iters "$item") "$place" \
          --json "$out.json" > "$out.log" 2>&1 ;;
   esac
 }
@@ -61,7 +66,7 @@ for rep in $(seq 1 "$REPS"); do
     done
   done
 done
-python3 - "$OUT" <<'PY'
+WHAT=$WHAT python3 - "$OUT" <<'PY'
 import glob, json, os, re, statistics, sys
 def measure(path, item):
     """(median, p90) of one run, or None."""
@@ -75,7 +80,8 @@ def measure(path, item):
                                                   open(path + ".log", errors="replace").read())]
             return (found[-1], found[-1]) if found else None
         else:
-            r = json.load(open(path + ".json"))["results"][0]["in_place"]
+            r = json.load(open(path + ".json"))["results"][0]
+            r = r.get("in_place") or r["out_of_place"]
             return (r["median_us"], r["p90_us"])
     except (OSError, ValueError, KeyError, IndexError, TypeError):
         return None
@@ -89,6 +95,7 @@ def key(k):
     m = {"K": 1 << 10, "M": 1 << 20}
     return (n, -1 if not s[0].isdigit() else int(s[:-1]) * m[s[-1]] if s[-1] in m else int(s))
 unit = {"dp": "DataParallel step, ms", "job": "main job, samples/s (higher is better)"}
+opname = "send/recv" if os.environ.get("WHAT") == "sendrecv" else "all-reduce"
 print("| ranks | what | old median (p90) | new median (p90) | new / old median | new / old p90 |")
 print("|---|---|---|---|---|---|")
 for k in sorted(rows, key=key):
@@ -97,6 +104,6 @@ for k in sorted(rows, key=key):
         continue
     om, op = (statistics.median(x[i] for x in o) for i in (0, 1))
     nm, np_ = (statistics.median(x[i] for x in w) for i in (0, 1))
-    what = unit.get(k[1], f"all-reduce {k[1]}, us")
+    what = unit.get(k[1], f"{opname} {k[1]}, us")
     print(f"| {k[0]} | {what} | {om:.1f} ({op:.1f}) | {nm:.1f} ({np_:.1f}) | {nm/om:.2f} | {np_/op:.2f} |")
 PY

@@ -56,6 +56,10 @@ namespace distributed {
 // the poster's, when the op fails before it is posted). It must not block.
 using P2PDone = std::function<void(std::exception_ptr)>;
 
+namespace p2p {
+struct EndpointState;
+}  // namespace p2p
+
 class P2PEndpoint {
  public:
   static constexpr int kAnyPeer = -1;
@@ -92,7 +96,7 @@ class P2PEndpoint {
   // connections (the peers' ops fail at once). Any thread; idempotent.
   void Abort(const std::string& why);
 
-  struct State;  // the reactor thread's (p2p_transport.cc)
+  using State = p2p::EndpointState;  // the reactor thread's (p2p_transport_state_internal.h)
 
  private:
   std::shared_ptr<State> state_;
