@@ -3,7 +3,7 @@
 # and new alternating, for a refactor's "no loss of speed" check. Prints Markdown tables of
 # the medians over the repetitions and new / old.
 #
-#   tools/old_vs_new.sh OLD_BUILD NEW_BUILD [--what allreduce|sendrecv|training] [--ranks "2 4"]
+#   tools/old_vs_new.sh OLD_BUILD NEW_BUILD [--what allreduce|sendrecv|isendrecv|training] [--ranks "2 4"]
 #                       [--sizes "8 1K ... 64M"] [--reps N] [--shm 0|1]
 #
 #   allreduce (the default): float32 sum all-reduce, sync, in place (comm_bench), per size:
@@ -12,6 +12,9 @@
 #   sendrecv: point-to-point, a ring shift (every rank sends to the next and receives from
 #             the previous, one batch), sync, per size: median (p90); --shm as above (1 lets
 #             ranks of one host read large messages from the sender's memory).
+#   isendrecv: the same ring shift as ungrouped irecv + isend (the point-to-point lanes'
+#             path; an old build's comm_bench needs the op: copy tools/comm_bench's
+#             bench_ops.cc and bench_options.cc into it).
 #   training: the DataParallel step (dp_bench, setting "(a) DataParallel, 25 MB", the
 #             default bucket: rank 0's median (p90) step) and the main job
 #             (train_fashion_mnist, one epoch: samples/s; an epoch is about a second, so ask
@@ -35,7 +38,7 @@ while (($#)); do
     *) echo "old_vs_new: unknown option $1" >&2; exit 2 ;;
   esac
 done
-[[ $WHAT =~ ^(allreduce|sendrecv|training)$ ]] || { echo "old_vs_new: --what $WHAT?" >&2; exit 2; }
+[[ $WHAT =~ ^(allreduce|sendrecv|isendrecv|training)$ ]] || { echo "old_vs_new: --what $WHAT?" >&2; exit 2; }
 [[ $WHAT == training ]] && SIZES="dp job"
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
@@ -50,7 +53,7 @@ run() {  # run BUILD RANKS ITEM OUTFILE
     job) timeout 600 "${launch[@]}" "$b/tools/train_fashion_mnist/train_fashion_mnist" \
            --epochs 1 --verify_steps 0 > "$out.log" 2>&1 ;;
     *) local place=--no-outofplace
-       [[ $WHAT == sendrecv ]] && place=--no-inplace  # a send has no in-place form
+       [[ $WHAT == *sendrecv ]] && place=--no-inplace  # a send has no in-place form
        FLAGS_cpu_shm_transport=$SHM timeout 300 "${launch[@]}" "$b/tools/comm_bench/comm_bench" \
          -c "$WHAT" -b "$item" -e "$item" --sync $(iters "$item") "$place" \
          --json "$out.json" > "$out.log" 2>&1 ;;
@@ -95,7 +98,7 @@ def key(k):
     m = {"K": 1 << 10, "M": 1 << 20}
     return (n, -1 if not s[0].isdigit() else int(s[:-1]) * m[s[-1]] if s[-1] in m else int(s))
 unit = {"dp": "DataParallel step, ms", "job": "main job, samples/s (higher is better)"}
-opname = "send/recv" if os.environ.get("WHAT") == "sendrecv" else "all-reduce"
+opname = {"sendrecv": "send/recv (a group)", "isendrecv": "irecv + isend"}.get(os.environ.get("WHAT"), "all-reduce")
 print("| ranks | what | old median (p90) | new median (p90) | new / old median | new / old p90 |")
 print("|---|---|---|---|---|---|")
 for k in sorted(rows, key=key):

@@ -251,11 +251,13 @@ TEST_P(MpiBackend, PointToPointInFlightAddsNoThreads) {
       groups.push_back(std::make_shared<ProcessGroupMPI>(
           std::make_shared<phi::distributed::PrefixStore>("g" + std::to_string(g), ctx.store),
           ctx.rank, ws, 10 + g, std::chrono::seconds(30)));
-      // Its streams exist, and the progress thread: one posted exchange.
+      // Its streams exist, and the progress thread: a receive posted before its message is
+      // sent (an op done when posted never reaches the thread).
       DenseTensor out = Filled(ctx.rank, 1), in = Filled(-1, 1);
-      auto s = groups[g]->Send(out, next, false);
-      groups[g]->Recv(&in, prev, false)->Wait();
-      s->Wait();
+      auto r = groups[g]->Recv(&in, prev, false);
+      groups[g]->Barrier()->Wait();
+      groups[g]->Send(out, next, false)->Wait();
+      r->Wait();
     }
     const int before = ThreadsOfThisProcess();
     constexpr int kTags = 50;

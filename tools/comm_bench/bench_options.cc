@@ -15,7 +15,9 @@ const char* kUsage =
     "usage: comm_bench [options]   (under launch, or alone as world size 1)\n"
     "\n"
     "  -c, --op NAME[,NAME..]  allreduce allgather reducescatter broadcast reduce alltoall\n"
-    "                          sendrecv gather scatter coalesce, or all (default allreduce)\n"
+    "                          sendrecv isendrecv gather scatter coalesce, or all (default\n"
+    "                          allreduce); isendrecv is sendrecv's ring shift as ungrouped\n"
+    "                          irecv + isend\n"
     "  -b, --minbytes SIZE     smallest size, e.g. 8, 4K, 1M (default 32M)\n"
     "  -e, --maxbytes SIZE     largest size (default 32M)\n"
     "  -f, --stepfactor F      multiply the size by F each step (default 2)\n"
@@ -94,7 +96,7 @@ phi::distributed::ReduceOp ParseRedop(const std::string& s) {
 const std::vector<std::string>& AllOpNames() {
   static const std::vector<std::string> names = {
       "allreduce", "allgather", "reducescatter", "broadcast", "reduce",
-      "alltoall",  "sendrecv",  "gather",        "scatter"};
+      "alltoall",  "sendrecv",  "isendrecv",     "gather",  "scatter"};
   return names;
 }
 

@@ -51,7 +51,8 @@ class MpiCommContext;
 // callback), ends a request at its deadline (its communicator broken: a send cannot be taken
 // back) or when its communicator is broken or aborted, and runs each op's `done`. While
 // requests are pending it polls under the spin rule (spin_policy.h), then sleeps in growing
-// steps up to 1 ms; with none it blocks. So posted ops cost one thread in all, however many
+// steps up to 200 us; with none it lingers for the spin bound after the last completion (the
+// next op then needs no wake-up), then blocks. So posted ops cost one thread in all, however many
 // are in flight.
 class MpiProgress {
  public:
@@ -71,13 +72,15 @@ class MpiProgress {
   void Wake();
   // Before MPI_Finalize: ends what is pending and stops the thread.
   void Stop();
+  // Lets go of a request that will not complete: a receive is cancelled and waited for (its
+  // buffer is free after), a send is freed (MPI may not take it back).
+  static void Cancel(Op* op);
 
  private:
   MpiProgress() = default;
   void Loop();
   // The poller's: end active_[i] with `error` (null: completed with `status`).
   void End(size_t i, std::exception_ptr error, const MPI_Status* status);
-  void Cancel(Op* op);
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -85,6 +88,7 @@ class MpiProgress {
   std::vector<std::pair<MpiCommContext*, std::string>> drops_;  // under mu_
   uint64_t drops_done_ = 0, drops_asked_ = 0;  // under mu_
   bool started_ = false, stop_ = false, woken_ = false;  // under mu_
+  std::atomic<bool> news_{false};  // woken_, read without the lock while lingering
   // The thread's.
   std::vector<Op> active_;
   std::vector<MPI_Request> reqs_;

@@ -14,7 +14,7 @@ namespace phi {
 namespace distributed {
 namespace {
 using Clock = std::chrono::steady_clock;
-constexpr auto kMaxSleep = std::chrono::microseconds(1000);
+constexpr auto kMaxSleep = std::chrono::microseconds(200);
 constexpr auto kFirstSleep = std::chrono::microseconds(20);
 }  // namespace
 
@@ -35,6 +35,7 @@ void MpiProgress::Add(Op op) {
   }
   incoming_.push_back(std::move(op));
   woken_ = true;
+  news_.store(true, std::memory_order_release);
   if (!started_) {
     started_ = true;
     std::thread([this] { Loop(); }).detach();
@@ -48,6 +49,7 @@ void MpiProgress::Drop(MpiCommContext* owner, const std::string& why) {
   drops_.emplace_back(owner, why);
   const uint64_t ticket = ++drops_asked_;
   woken_ = true;
+  news_.store(true, std::memory_order_release);
   cv_.notify_all();
   cv_.wait(lk, [&] { return drops_done_ >= ticket || stop_; });
 }
@@ -55,6 +57,7 @@ void MpiProgress::Drop(MpiCommContext* owner, const std::string& why) {
 void MpiProgress::Wake() {
   std::lock_guard<std::mutex> lk(mu_);
   woken_ = true;
+  news_.store(true, std::memory_order_release);
   cv_.notify_all();
 }
 
@@ -67,6 +70,7 @@ void MpiProgress::Stop() {
   drops_.emplace_back(nullptr, "MPI is being finalized");
   const uint64_t ticket = ++drops_asked_;
   woken_ = true;
+  news_.store(true, std::memory_order_release);
   cv_.notify_all();
   cv_.wait(lk, [&] { return drops_done_ >= ticket; });
   stop_ = true;
@@ -114,8 +118,15 @@ void MpiProgress::Loop() {
   for (;;) {
     std::vector<std::pair<MpiCommContext*, std::string>> drops;
     uint64_t drops_ticket = 0;
+    // Nothing pending: linger for the spin bound after the last completion, so that the next
+    // op (a program's next step) needs no wake-up, then block.
+    while (active_.empty() && !news_.load(std::memory_order_acquire) &&
+           Clock::now() - idle_since < SpinPolicy::Bound()) {
+      sched_yield();
+    }
     {
       std::unique_lock<std::mutex> lk(mu_);
+      news_.store(false, std::memory_order_relaxed);
       if (active_.empty() && incoming_.empty() && drops_.empty()) {
         cv_.wait(lk, [&] { return !incoming_.empty() || !drops_.empty() || stop_; });
       } else if (!woken_ && Clock::now() - idle_since > SpinPolicy::Bound()) {
@@ -221,6 +232,20 @@ void MpiCommContext::PostP2P(const DeferredP2P& what, P2PDone done) {
     op.req = Post(what);
   } catch (...) {
     return done(std::current_exception());
+  }
+  // Done already (an eager send, a message that had arrived): no hand-over.
+  int flag = 0;
+  MPI_Status status;
+  std::exception_ptr error;
+  try {
+    Call(MPI_Test(&op.req, &flag, &status), what.is_send ? "MPI_Isend" : "MPI_Irecv");
+    if (flag && !what.is_send) CheckReceived(what, status);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (flag || error) {
+    if (!flag) MpiProgress::Cancel(&op);
+    return done(error);
   }
   op.owner = this;
   op.deadline = Clock::now() + timeout_.load();
