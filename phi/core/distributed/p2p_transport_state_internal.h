@@ -5,6 +5,8 @@
 // atomics the posters read.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
