@@ -193,7 +193,18 @@ void MpiProgress::Loop() {
     int outcount = 0;
     const int rc = MPI_Testsome(n, reqs_.data(), &outcount, indices.data(), statuses.data());
     if (outcount == MPI_UNDEFINED) outcount = 0;
-    if (outcount == 0 && rc == MPI_SUCCESS) {
+    if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
+      // The call itself failed, naming no request: every communicator polled is broken (Call
+      // marks it), and the next turn ends their ops.
+      for (auto& op : active_) {
+        try {
+          op.owner->Call(rc, "MPI_Testsome");
+        } catch (...) {
+        }
+      }
+      continue;
+    }
+    if (outcount == 0) {
       sched_yield();  // ranks may outnumber cores: let the peer run
       continue;
     }

@@ -101,38 +101,19 @@ void EndpointState::Break(Conn* c, const std::string& why, bool blame_peer) {
   }
   std::string msg = Why(why);
   if (blame_peer && explain) msg += explain(msg);
+  auto fail = [&msg](P2PDone& done) {
+    Finish(done, Error<UnavailableError>(msg));
+    return true;
+  };
   if (c->outgoing) {
     out_broken[p] = msg;
-    for (auto it = sends.begin(); it != sends.end();) {
-      if (it->second.peer == p) {
-        Finish(it->second.done, Error<UnavailableError>(msg));
-        it = sends.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    EraseIf(&sends, [&](auto& kv) { return kv.second.peer == p && fail(kv.second.done); });
   } else {
     in_broken[p] = msg;
-    if (c->in_payload && c->into == Conn::Into::kRecv) {
-      Finish(c->recv.done, Error<UnavailableError>(msg));
-    }
+    if (c->in_payload && c->into == Conn::Into::kRecv) fail(c->recv.done);
     c->in_payload = false;
-    for (auto it = posted.begin(); it != posted.end();) {
-      if (it->peer == p) {
-        Finish(it->done, Error<UnavailableError>(msg));
-        it = posted.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    for (auto it = awaiting_data.begin(); it != awaiting_data.end();) {
-      if (it->first.first == p) {
-        Finish(it->second.done, Error<UnavailableError>(msg));
-        it = awaiting_data.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    EraseIf(&posted, [&](RecvOp& r) { return r.peer == p && fail(r.done); });
+    EraseIf(&awaiting_data, [&](auto& kv) { return kv.first.first == p && fail(kv.second.done); });
     // An announced large message of a gone sender can never be sent.
     unexpected.remove_if([p](const Unexpected& u) { return u.peer == p && u.rts; });
   }

@@ -321,25 +321,20 @@ Clock::time_point EndpointState::Expire(Clock::time_point now) {
             " (tag " + std::to_string(r.tag) + ") did not complete within " +
             std::to_string(ms.count()) + " ms"));
   };
-  for (auto it = posted.begin(); it != posted.end();) {
-    if (late(it->deadline)) {
-      Finish(it->done, recv_timeout(*it));
-      it = posted.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  for (auto it = awaiting_data.begin(); it != awaiting_data.end();) {
-    // Late, and its connection quiet as long (its payload may queue behind another).
-    const Conn* c = in[it->first.first].get();
+  EraseIf(&posted, [&](RecvOp& r) {
+    if (!late(r.deadline)) return false;
+    Finish(r.done, recv_timeout(r));
+    return true;
+  });
+  EraseIf(&awaiting_data, [&](auto& kv) {
+    // Late, and its connection quiet as long (its payload may queue behind another); its
+    // payload, if it comes, is drained.
+    const Conn* c = in[kv.first.first].get();
     const bool moving = c != nullptr && c->last_bytes + ms > now;
-    if (late(it->second.deadline) && !moving) {  // its payload, if it comes, is drained
-      Finish(it->second.done, recv_timeout(it->second));
-      it = awaiting_data.erase(it);
-    } else {
-      ++it;
-    }
-  }
+    if (!late(kv.second.deadline) || moving) return false;
+    Finish(kv.second.done, recv_timeout(kv.second));
+    return true;
+  });
   std::vector<int> stuck;  // peers whose connection holds a send that timed out
   for (auto& kv : sends) {
     SendOp& s = kv.second;
@@ -349,19 +344,18 @@ Clock::time_point EndpointState::Expire(Clock::time_point now) {
     if (c != nullptr && c->last_sent + ms > now) continue;  // still moving
     stuck.push_back(s.peer);
   }
-  for (auto it = sends.begin(); it != sends.end();) {
-    if (it->second.awaiting_cts && it->second.deadline <= now) {
-      Finish(it->second.done,
-             Error<TimeoutError>(Why("Send to rank " + std::to_string(it->second.peer) +
-                                     " (tag " + std::to_string(it->second.tag) +
-                                     ") did not complete within " +
-                                     std::to_string(ms.count()) +
-                                     " ms: no receive matched it")));
-      it = sends.erase(it);  // a later CTS for it is answered kWithdrawn
-    } else {
-      ++it;
-    }
-  }
+  // An announced message no receive matched in time (a later CTS for it is answered
+  // kWithdrawn).
+  EraseIf(&sends, [&](auto& kv) {
+    const SendOp& s = kv.second;
+    if (!s.awaiting_cts || s.deadline > now) return false;
+    Finish(kv.second.done, Error<TimeoutError>(Why("Send to rank " + std::to_string(s.peer) +
+                                                   " (tag " + std::to_string(s.tag) +
+                                                   ") did not complete within " +
+                                                   std::to_string(ms.count()) +
+                                                   " ms: no receive matched it")));
+    return true;
+  });
   for (int p : stuck) {  // its bytes could not all be written: the stream cannot go on
     if (out[p] && out[p]->fd >= 0) {
       Break(out[p].get(),

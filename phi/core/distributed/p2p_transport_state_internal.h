@@ -13,6 +13,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <iterator>
 #include <list>
 #include <map>
 #include <memory>
@@ -81,6 +82,11 @@ std::string Spec(int64_t count, DataType dtype);
 // (the same boot and namespaces, ShmHostIdentity, and the flag on); "-" never matches.
 std::string LocalToken();
 extern std::atomic<uint64_t> lent_bytes_received;
+// Erases the elements of a list or map for which `pick` (which may act on them) is true.
+template <typename Container, typename Pick>
+void EraseIf(Container* c, Pick pick) {
+  for (auto it = c->begin(); it != c->end();) it = pick(*it) ? c->erase(it) : std::next(it);
+}
 
 struct SendOp {
   uint64_t id = 0;
