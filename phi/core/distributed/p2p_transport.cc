@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <random>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include "phi/core/distributed/p2p_transport_state_internal.h"
 #include "phi/core/distributed/peer_connection_internal.h"
 #include "phi/core/distributed/shm_group.h"
+#include "phi/core/distributed/spin_policy.h"
 #include "phi/core/distributed/store/tcp_utils.h"
 #include "phi/core/errors.h"
 #include "phi/core/flags.h"
@@ -203,13 +205,17 @@ void RunP2POps(P2PEndpoint* endpoint, const std::vector<PendingCpuP2P>& ops,
     std::condition_variable cv;
     size_t left = 0;
     std::exception_ptr first;
+    std::atomic<bool> all_done{false};  // what the spin reads
   };
   auto w = std::make_shared<Waiter>();
   w->left = ops.size();
   auto done = [w](std::exception_ptr e) {
     std::lock_guard<std::mutex> lk(w->mu);
     if (e && !w->first) w->first = e;
-    if (--w->left == 0) w->cv.notify_all();
+    if (--w->left == 0) {
+      w->all_done.store(true, std::memory_order_release);
+      w->cv.notify_all();
+    }
   };
   for (const auto& op : ops) {
     if (op.is_send) {
@@ -218,12 +224,20 @@ void RunP2POps(P2PEndpoint* endpoint, const std::vector<PendingCpuP2P>& ops,
       endpoint->PostRecv(op.dst, op.count, op.dtype, op.peer, op.tag, op.source, done);
     }
   }
-  // The endpoint's deadlines end every op (the buffers are the ops' until then).
+  // The spin rule first (the reactor's callback then needs no wake-up of this thread), then
+  // block. The endpoint's deadlines end every op (the buffers are the ops' until then).
+  thread_local SpinPolicy spin;
+  if (spin.Spin([&] { return w->all_done.load(std::memory_order_acquire); })) {
+    std::lock_guard<std::mutex> lk(w->mu);
+    if (w->first) std::rethrow_exception(w->first);
+    return;
+  }
   std::unique_lock<std::mutex> lk(w->mu);
   while (!w->cv.wait_for(lk, timeout + std::chrono::seconds(10), [&] { return w->left == 0; })) {
     LOG(ERROR) << w->left << " point-to-point op(s) still pending " << timeout.count()
                << " ms + 10 s after they were posted";
   }
+  spin.Ended();
   if (w->first) std::rethrow_exception(w->first);
 }
 
