@@ -1,0 +1,113 @@
+// The point-to-point transport's wire (phi/core/distributed/p2p_transport_internal.h) as a
+// hostile or broken peer would use it: real processes, real sockets, the real TCPStore. Its
+// results on every world size, dtype and pattern are in gloo_collectives_test.cc, its faults in
+// gloo_fault_matrix_test.cc, the lent payloads in shm_transport_test.cc.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <sstream>
+#include <thread>
+
+#include "distributed/process_group_gloo.h"
+#include "phi/core/distributed/store/tcp_utils.h"
+#include "tests/distributed/collective_test_util.h"
+#include "tests/harness/multiprocess.h"
+
+namespace paddle_like {
+namespace testing {
+namespace {
+
+using distributed::ProcessGroupGloo;
+
+// Malformed bytes on a point-to-point connection: an impostor greets rank 1 as rank 0 (with
+// the nonce rank 1 published) and then sends a header that is not one: a bad magic while a
+// receive from rank 0 is pending, which fails with UnavailableError naming rank 0 and what was
+// wrong; then, on a second connection, a count of 2^50 elements before any receive, after
+// which a receive from rank 0 fails with that cause. Nothing aborts, and rank 1's other peers
+// are unaffected (its receive from rank 2 completes).
+TEST(P2PTransport, MalformedBytesAreATypedErrorNotACrash) {
+  RunRanks(3, [](const RankContext& ctx) {
+    ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, std::chrono::seconds(20));
+    DenseTensor warm = DenseTensor::FromVector<int32_t>({1});
+    pg.AllReduce(&warm, warm, {}, true);  // every communicator and endpoint exists
+    if (ctx.rank == 0) {
+      const std::vector<uint8_t> value = ctx.store->get("gloo/0/p2p/1");
+      std::istringstream in(std::string(value.begin(), value.end()));
+      std::string host;
+      unsigned port = 0;
+      uint64_t nonce = 0;
+      ASSERT_TRUE(static_cast<bool>(in >> host >> port >> nonce)) << "the published address";
+      for (int round = 0; round < 2; ++round) {
+        if (round == 0) ctx.store->wait({"posted/0"}, std::chrono::seconds(20));
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        std::string error;
+        const int fd = phi::distributed::tcputils::ConnectOnce(
+            host, static_cast<uint16_t>(port), deadline, &error);
+        ASSERT_GE(fd, 0) << error;
+        uint8_t hello[16];
+        const uint32_t hello_magic = 0x48324c50;
+        const int32_t me = 0;
+        std::memcpy(hello, &hello_magic, 4);
+        std::memcpy(hello + 4, &me, 4);
+        std::memcpy(hello + 8, &nonce, 8);
+        uint8_t frame[48] = {};
+        const uint32_t magic = round == 0 ? 0xdeadbeef : 0x46324c50, kind = 1;  // kEager
+        const int32_t tag = 0, dtype = static_cast<int32_t>(DataType::FLOAT32);
+        const int64_t count = round == 0 ? 4 : int64_t{1} << 50;
+        std::memcpy(frame, &magic, 4);
+        std::memcpy(frame + 4, &kind, 4);
+        std::memcpy(frame + 8, &tag, 4);
+        std::memcpy(frame + 12, &dtype, 4);
+        std::memcpy(frame + 16, &count, 8);
+        ASSERT_TRUE(phi::distributed::tcputils::SendAll(fd, hello, sizeof(hello), deadline,
+                                                        &error)) << error;
+        ASSERT_TRUE(phi::distributed::tcputils::SendAll(fd, frame, sizeof(frame), deadline,
+                                                        &error)) << error;
+        if (round == 1) ctx.store->set("sent/1", "1");
+        ctx.store->wait({"failed/" + std::to_string(round)}, std::chrono::seconds(20));
+        ::close(fd);
+      }
+      return;
+    }
+    if (ctx.rank == 2) {
+      ctx.store->wait({"failed/1"}, std::chrono::seconds(30));
+      DenseTensor t = DenseTensor::FromVector<int32_t>({7});
+      pg.Send(t, 1, true);
+      return;
+    }
+    for (int round = 0; round < 2; ++round) {
+      DenseTensor t(phi::CPUPlace(), DataType::FLOAT32, phi::DDim({4}));
+      if (round == 1) {  // the bytes first: the break is seen before the receive is posted
+        ctx.store->wait({"sent/1"}, std::chrono::seconds(20));
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+      auto task = pg.Recv(&t, 0, false);
+      if (round == 0) ctx.store->set("posted/0", "1");
+      try {
+        task->Wait();
+        ADD_FAILURE() << "a receive completed from malformed bytes";
+      } catch (const phi::UnavailableError& e) {
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find("malformed point-to-point message from rank 0"), std::string::npos)
+            << msg;
+        const std::string dtype = std::to_string(static_cast<int>(DataType::FLOAT32));
+        EXPECT_NE(msg.find(round == 0 ? "magic 3735928559, kind 1, dtype " + dtype + ", count 4"
+                                      : "magic 1177701456, kind 1, dtype " + dtype +
+                                            ", count 1125899906842624"),
+                  std::string::npos)
+            << msg;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "wrong error type: " << e.what();
+      }
+      ctx.store->set("failed/" + std::to_string(round), "1");
+    }
+    DenseTensor from2(phi::CPUPlace(), DataType::INT32, phi::DDim({1}));
+    pg.Recv(&from2, 2, true);
+    EXPECT_EQ(from2.data<int32_t>()[0], 7);
+  });
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace paddle_like
