@@ -54,15 +54,6 @@ std::string Spec(int64_t count, DataType dtype) {
   return std::to_string(count) + " elements of " + DataTypeToString(dtype);
 }
 
-std::string LocalToken() {
-  if (!FLAGS_cpu_shm_transport) return "-";
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (unsigned char ch : ShmHostIdentity()) h = (h ^ ch) * 1099511628211ull;
-  std::ostringstream out;
-  out << std::hex << h;
-  return out.str();
-}
-
 }  // namespace p2p
 
 namespace {
@@ -91,6 +82,7 @@ P2PEndpoint::P2PEndpoint(std::shared_ptr<Store> store, int rank, int size,
   s.in_broken.resize(size);
   s.lend_to.resize(size, false);
   if (size < 2) return;
+  s.host_value = ShmGroup::HostValue();
   std::string error;
   s.listen_fd = tcputils::Listen(host, 0, &error);
   PADDLE_ENFORCE(s.listen_fd >= 0,
@@ -99,7 +91,7 @@ P2PEndpoint::P2PEndpoint(std::shared_ptr<Store> store, int rank, int size,
   s.nonce = RandomNonce();
   std::ostringstream value;
   value << host << ' ' << tcputils::LocalPort(s.listen_fd) << ' ' << s.nonce << ' '
-        << p2p::LocalToken();
+        << s.host_value;
   try {
     store_->set(AddressKey(rank), value.str());
   } catch (...) {
@@ -141,11 +133,11 @@ void P2PEndpoint::Prepare(int peer) {
                                      s.describe.c_str()));
   const auto deadline = p2p::Clock::now() + std::chrono::milliseconds(s.timeout_ms.load());
   uint64_t nonce = 0;
-  std::string token;
-  const int fd =
-      DialPublishedAddress(store_.get(), AddressKey(peer), peer, deadline,
-                           [&s] { return s.closed_flag.load(); }, s.describe, &nonce, &token);
-  const bool lend = token != "-" && token == p2p::LocalToken();
+  std::string peer_host;
+  const int fd = DialPublishedAddress(store_.get(), AddressKey(peer), peer, deadline,
+                                      [&s] { return s.closed_flag.load(); }, s.describe, &nonce,
+                                      &peer_host);
+  const bool lend = ShmGroup::SharesMemory(peer_host, s.host_value);
   std::string error;
   p2p::Tune(fd);
   const p2p::Hello hello{p2p::kHelloMagic, s.rank, nonce};

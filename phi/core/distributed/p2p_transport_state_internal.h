@@ -78,9 +78,6 @@ void Finish(P2PDone& done, std::exception_ptr e);
 // Large socket buffers: a rendezvous payload moves in few system calls.
 void Tune(int fd);
 std::string Spec(int64_t count, DataType dtype);
-// Published beside the address: processes with the same token may read each other's memory
-// (the same boot and namespaces, ShmHostIdentity, and the flag on); "-" never matches.
-std::string LocalToken();
 extern std::atomic<uint64_t> lent_bytes_received;
 // Erases the elements of a list or map for which `pick` (which may act on them) is true.
 template <typename Container, typename Pick>
@@ -174,6 +171,10 @@ struct EndpointState : std::enable_shared_from_this<EndpointState> {
   std::shared_ptr<P2PReactor> reactor;
   int rank = 0, size = 0;
   std::string describe;
+  // Published beside the address, what the shared-memory group publishes
+  // (ShmGroup::HostValue: FLAGS_cpu_shm_transport and the host identity), read once; two
+  // endpoints whose values ShmGroup::SharesMemory may read each other's memory.
+  std::string host_value;
   uint64_t nonce = 0;
   std::atomic<int64_t> timeout_ms{0};
   std::function<std::string(const std::string&)> explain;

@@ -162,6 +162,10 @@ std::string ShmGroup::HostValue() {
   return std::string(FLAGS_cpu_shm_transport ? "1" : "0") + " " + ShmHostIdentity();
 }
 
+bool ShmGroup::SharesMemory(const std::string& a, const std::string& b) {
+  return a == b && a.rfind("1 ", 0) == 0;  // "<flag> <identity>"
+}
+
 ShmGroup::ShmGroup(int rank, int size, std::chrono::milliseconds timeout, std::string describe)
     : rank_(rank), size_(size), timeout_(timeout), describe_(std::move(describe)) {}
 
@@ -193,10 +197,10 @@ std::unique_ptr<ShmGroup> ShmGroup::Create(const std::shared_ptr<Store>& store, 
   for (int r = 0; r < size; ++r) host_keys.push_back(HostKey(r));
   WaitRankKeys(store.get(), host_keys, timeout, describe, "create this group");
   const auto hosts = store->multi_get(host_keys);
-  const std::vector<uint8_t>& mine = hosts[static_cast<size_t>(rank)];
+  const std::vector<uint8_t>& mine_bytes = hosts[static_cast<size_t>(rank)];
+  const std::string mine(mine_bytes.begin(), mine_bytes.end());
   for (const auto& h : hosts) {
-    // "<flag> <identity>": the flag on everywhere, and every identity equal to this rank's.
-    if (h.empty() || h[0] != '1' || h != mine) {
+    if (!SharesMemory(std::string(h.begin(), h.end()), mine)) {
       VLOG(1) << describe << ": not every rank shares this host (or FLAGS_cpu_shm_transport is "
               << "off on one): collectives go over the network";
       return nullptr;

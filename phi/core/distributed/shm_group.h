@@ -52,6 +52,9 @@ class ShmGroup {
   // the store has published this too).
   static std::string HostKey(int rank);
   static std::string HostValue();  // FLAGS_cpu_shm_transport and this process's identity
+  // Whether two published HostValues allow sharing memory: the flag on in both, and the same
+  // identity.
+  static bool SharesMemory(const std::string& a, const std::string& b);
 
   // Collective: every rank of the group calls it, at the same point of its op sequence.
   // Returns the same answer on every rank: the group, when every rank is on this host,
