@@ -87,8 +87,10 @@ class MpiProgress {
   std::vector<Op> incoming_;                 // under mu_
   std::vector<std::pair<MpiCommContext*, std::string>> drops_;  // under mu_
   uint64_t drops_done_ = 0, drops_asked_ = 0;  // under mu_
-  bool started_ = false, stop_ = false, woken_ = false;  // under mu_
-  std::atomic<bool> news_{false};  // woken_, read without the lock while lingering
+  bool started_ = false, stop_ = false;  // under mu_
+  // Something new (an op, a drop, an abort): set under mu_, also read without it while
+  // the thread lingers.
+  std::atomic<bool> news_{false};
   // The thread's.
   std::vector<Op> active_;
   std::vector<MPI_Request> reqs_;

@@ -34,7 +34,6 @@ void MpiProgress::Add(Op op) {
     return;
   }
   incoming_.push_back(std::move(op));
-  woken_ = true;
   news_.store(true, std::memory_order_release);
   if (!started_) {
     started_ = true;
@@ -48,7 +47,6 @@ void MpiProgress::Drop(MpiCommContext* owner, const std::string& why) {
   if (!started_ || stop_) return;
   drops_.emplace_back(owner, why);
   const uint64_t ticket = ++drops_asked_;
-  woken_ = true;
   news_.store(true, std::memory_order_release);
   cv_.notify_all();
   cv_.wait(lk, [&] { return drops_done_ >= ticket || stop_; });
@@ -56,7 +54,6 @@ void MpiProgress::Drop(MpiCommContext* owner, const std::string& why) {
 
 void MpiProgress::Wake() {
   std::lock_guard<std::mutex> lk(mu_);
-  woken_ = true;
   news_.store(true, std::memory_order_release);
   cv_.notify_all();
 }
@@ -69,7 +66,6 @@ void MpiProgress::Stop() {
   }
   drops_.emplace_back(nullptr, "MPI is being finalized");
   const uint64_t ticket = ++drops_asked_;
-  woken_ = true;
   news_.store(true, std::memory_order_release);
   cv_.notify_all();
   cv_.wait(lk, [&] { return drops_done_ >= ticket; });
@@ -126,16 +122,17 @@ void MpiProgress::Loop() {
     }
     {
       std::unique_lock<std::mutex> lk(mu_);
-      news_.store(false, std::memory_order_relaxed);
       if (active_.empty() && incoming_.empty() && drops_.empty()) {
         cv_.wait(lk, [&] { return !incoming_.empty() || !drops_.empty() || stop_; });
-      } else if (!woken_ && Clock::now() - idle_since > SpinPolicy::Bound()) {
+      } else if (!news_.load(std::memory_order_relaxed) &&
+                 Clock::now() - idle_since > SpinPolicy::Bound()) {
         // Past the spin: sleep, in growing steps, unless something new comes.
-        cv_.wait_for(lk, sleep, [&] { return woken_ || stop_; });
+        cv_.wait_for(lk, sleep,
+                     [&] { return news_.load(std::memory_order_relaxed) || stop_; });
         sleep = std::min<std::chrono::microseconds>(sleep * 2, kMaxSleep);
       }
       if (stop_) return;
-      woken_ = false;
+      news_.store(false, std::memory_order_relaxed);
       if (!incoming_.empty()) {  // new ops: poll at once, spin again
         idle_since = Clock::now();
         sleep = kFirstSleep;
