@@ -69,8 +69,10 @@ for rep in $(seq 1 "$REPS"); do
     done
   done
 done
-WHAT=$WHAT python3 - "$OUT" <<'PY'
-import glob, json, os, re, statistics, sys
+WHAT=$WHAT python3 - "$OUT" "$(dirname "${BASH_SOURCE[0]}")" <<'PY'
+import glob, os, re, statistics, sys
+sys.path.insert(0, sys.argv[2])
+from bench_common import comm_bench_median_p90, parse_size  # tools/bench_common.py
 def measure(path, item):
     """(median, p90) of one run, or None."""
     try:
@@ -83,9 +85,7 @@ def measure(path, item):
                                                   open(path + ".log", errors="replace").read())]
             return (found[-1], found[-1]) if found else None
         else:
-            r = json.load(open(path + ".json"))["results"][0]
-            r = r.get("in_place") or r["out_of_place"]
-            return (r["median_us"], r["p90_us"])
+            return comm_bench_median_p90(path + ".json")
     except (OSError, ValueError, KeyError, IndexError, TypeError):
         return None
 rows = {}
@@ -95,8 +95,7 @@ for f in glob.glob(os.path.join(sys.argv[1], "*.log")):
     if m: rows.setdefault((int(n), s), {}).setdefault(v, []).append(m)
 def key(k):
     n, s = k
-    m = {"K": 1 << 10, "M": 1 << 20}
-    return (n, -1 if not s[0].isdigit() else int(s[:-1]) * m[s[-1]] if s[-1] in m else int(s))
+    return (n, parse_size(s) if s[0].isdigit() else -1)
 unit = {"dp": "DataParallel step, ms", "job": "main job, samples/s (higher is better)"}
 opname = {"sendrecv": "send/recv (a group)", "isendrecv": "irecv + isend"}.get(os.environ.get("WHAT"), "all-reduce")
 print("| ranks | what | old median (p90) | new median (p90) | new / old median | new / old p90 |")

@@ -46,21 +46,18 @@ for rep in $(seq 1 "$REPS"); do
     done
   done
 done
-python3 - "$OUT" <<'PY'
-import glob, json, os, statistics, sys
+python3 - "$OUT" "$(dirname "${BASH_SOURCE[0]}")" <<'PY'
+import glob, os, statistics, sys
+sys.path.insert(0, sys.argv[2])
+from bench_common import comm_bench_median_p90, parse_size  # tools/bench_common.py
 rows = {}
 for f in glob.glob(os.path.join(sys.argv[1], "*.json")):
     v, op, s, rep = os.path.basename(f)[:-5].split(".")
-    try:
-        r = json.load(open(f))["results"][0]
-        r = r.get("in_place") or r["out_of_place"]
-    except (OSError, ValueError, KeyError, IndexError, TypeError):
-        continue
-    rows.setdefault((op, s), {}).setdefault(v, []).append((r["median_us"], r["p90_us"]))
+    m = comm_bench_median_p90(f)
+    if m:
+        rows.setdefault((op, s), {}).setdefault(v, []).append(m)
 def key(k):
-    op, s = k
-    m = {"K": 1 << 10, "M": 1 << 20}
-    return (op, int(s[:-1]) * m[s[-1]] if s[-1] in m else int(s))
+    return (k[0], parse_size(k[1]))
 def cell(x):
     med = statistics.median(a for a, _ in x)
     return med, f"{med:.1f} ({statistics.median(b for _, b in x):.1f})"
