@@ -88,6 +88,7 @@ class MpiProgress {
   std::vector<std::pair<MpiCommContext*, std::string>> drops_;  // under mu_
   uint64_t drops_done_ = 0, drops_asked_ = 0;  // under mu_
   bool started_ = false, stop_ = false;  // under mu_
+  std::chrono::microseconds spin_bound_{0};  // under mu_: SpinPolicy::Bound() at the last Add
   // Something new (an op, a drop, an abort): set under mu_, also read without it while
   // the thread lingers.
   std::atomic<bool> news_{false};

@@ -33,6 +33,9 @@ void MpiProgress::Add(Op op) {
                                                   ": MPI is being finalized")));
     return;
   }
+  // The spin bound as the posting thread sees it: the progress thread never reads the flag
+  // itself (a program may change it between ops, while this thread still lingers).
+  spin_bound_ = SpinPolicy::Bound();
   incoming_.push_back(std::move(op));
   news_.store(true, std::memory_order_release);
   if (!started_) {
@@ -111,13 +114,14 @@ void MpiProgress::Loop() {
   std::vector<MPI_Status> statuses;
   auto sleep = kFirstSleep;
   auto idle_since = Clock::now();
+  std::chrono::microseconds bound{0};  // spin_bound_ as of the last op taken
   for (;;) {
     std::vector<std::pair<MpiCommContext*, std::string>> drops;
     uint64_t drops_ticket = 0;
     // Nothing pending: linger for the spin bound after the last completion, so that the next
     // op (a program's next step) needs no wake-up, then block.
     while (active_.empty() && !news_.load(std::memory_order_acquire) &&
-           Clock::now() - idle_since < SpinPolicy::Bound()) {
+           Clock::now() - idle_since < bound) {
       sched_yield();
     }
     {
@@ -125,7 +129,7 @@ void MpiProgress::Loop() {
       if (active_.empty() && incoming_.empty() && drops_.empty()) {
         cv_.wait(lk, [&] { return !incoming_.empty() || !drops_.empty() || stop_; });
       } else if (!news_.load(std::memory_order_relaxed) &&
-                 Clock::now() - idle_since > SpinPolicy::Bound()) {
+                 Clock::now() - idle_since > bound) {
         // Past the spin: sleep, in growing steps, unless something new comes.
         cv_.wait_for(lk, sleep,
                      [&] { return news_.load(std::memory_order_relaxed) || stop_; });
@@ -136,6 +140,7 @@ void MpiProgress::Loop() {
       if (!incoming_.empty()) {  // new ops: poll at once, spin again
         idle_since = Clock::now();
         sleep = kFirstSleep;
+        bound = spin_bound_;
       }
       for (auto& op : incoming_) {
         reqs_.push_back(op.req);
