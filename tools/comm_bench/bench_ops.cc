@@ -108,7 +108,25 @@ void BenchOp::Fill(OpBuffers* b, const SizePlan&) const {
   }
 }
 
-ProcessGroup::TaskPtr BenchOp::Issue(OpBuffers* b, bool sync_op) const {
+std::vector<ProcessGroup::TaskPtr> BenchOp::Issue(OpBuffers* b, bool sync_op) const {
+  const std::string& op = info_.name;
+  const int next = (rank_ + 1) % world_, prev = (rank_ - 1 + world_) % world_;
+  if (op == "isendrecv") {
+    // The same ring shift as two ungrouped ops (irecv, then isend): the point-to-point lanes'
+    // path, where sendrecv measures a group's. Both tasks are the caller's to wait: the
+    // input is the send's until its own task ends, whatever the receive's says.
+    auto recv = pg_->Recv(&b->output, prev, false);
+    auto send = pg_->Send(b->input, next, false);
+    if (sync_op) {
+      send->Wait();
+      recv->Wait();
+    }
+    return {recv, send};
+  }
+  return {IssueOne(b, sync_op, next, prev)};
+}
+
+ProcessGroup::TaskPtr BenchOp::IssueOne(OpBuffers* b, bool sync_op, int next, int prev) const {
   const std::string& op = info_.name;
   const int root = opts_.root;
   DenseTensor& in = b->input;
@@ -123,19 +141,6 @@ ProcessGroup::TaskPtr BenchOp::Issue(OpBuffers* b, bool sync_op) const {
   if (op == "alltoall") return pg_->AllToAll(out, in, {}, {}, sync_op);
   if (op == "gather") return pg_->Gather(out, in, GatherOptions{root}, sync_op);
   if (op == "scatter") return pg_->Scatter(out, in, ScatterOptions{root}, sync_op);
-  const int next = (rank_ + 1) % world_, prev = (rank_ - 1 + world_) % world_;
-  if (op == "isendrecv") {
-    // The same ring shift as two ungrouped ops (irecv, then isend): the point-to-point lanes'
-    // path, where sendrecv measures a group's. The receive's task stands for both: the
-    // peer's receive of this send ends no later than the next iteration's.
-    auto recv = pg_->Recv(out, prev, false);
-    auto send = pg_->Send(in, next, false);
-    if (sync_op) {
-      send->Wait();
-      recv->Wait();
-    }
-    return recv;
-  }
   // sendrecv: a ring shift, as one group so the crossing send and receive never block.
   pg_->StartCoalescing();
   try {

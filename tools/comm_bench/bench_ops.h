@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "distributed/process_group.h"
 #include "tools/comm_bench/bench_data.h"
@@ -54,12 +55,15 @@ class BenchOp {
   OpBuffers MakeBuffers(const SizePlan& plan, bool in_place) const;
   // Writes this rank's input values.
   void Fill(OpBuffers* b, const SizePlan& plan) const;
-  // Issues the op once; sync_op as the options say.
-  ProcessGroup::TaskPtr Issue(OpBuffers* b, bool sync_op) const;
+  // Issues the op once; sync_op as the options say. Every task it returns must be waited
+  // before the buffers are touched again (isendrecv returns its receive's and its send's).
+  std::vector<ProcessGroup::TaskPtr> Issue(OpBuffers* b, bool sync_op) const;
   // Wrong output elements on this rank (0 where this rank has no output to check).
   int64_t Check(const OpBuffers& b, const SizePlan& plan) const;
 
  private:
+  ProcessGroup::TaskPtr IssueOne(OpBuffers* b, bool sync_op, int next, int prev) const;
+
   const OpInfo& info_;
   const BenchOptions& opts_;
   ProcessGroup* pg_;

@@ -138,15 +138,19 @@ void Runner::TimeOp(const BenchOp& op, OpBuffers* b, int iters, std::vector<doub
   if (opts_.sync) {
     for (int i = 0; i < iters; ++i) {
       auto t0 = Clock::now();
-      auto task = op.Issue(b, true);
-      if (!place_.is_cpu()) task->Synchronize();  // a device op is done when its stream is
+      // A device op is done when its stream is.
+      for (auto& t : op.Issue(b, true)) {
+        if (!place_.is_cpu()) t->Synchronize();
+      }
       auto t1 = Clock::now();
       if (samples != nullptr) samples->push_back(Us(t0, t1));
     }
     return;
   }
   auto t0 = Clock::now();
-  for (int i = 0; i < iters; ++i) tasks.push_back(op.Issue(b, false));
+  for (int i = 0; i < iters; ++i) {
+    for (auto& t : op.Issue(b, false)) tasks.push_back(std::move(t));
+  }
   WaitAll(tasks);
   auto t1 = Clock::now();
   if (samples != nullptr) samples->push_back(Us(t0, t1) / iters);
@@ -200,7 +204,7 @@ Half Runner::RunHalf(const BenchOp* op, const OpInfo& info, const SizePlan& plan
   }
   if (opts_.check && op != nullptr) {
     op->Fill(&b, plan);  // in-place runs overwrote the input
-    WaitAll({op->Issue(&b, opts_.sync)});
+    WaitAll(op->Issue(&b, opts_.sync));
     const double wrong = static_cast<double>(op->Check(b, plan));
     h.wrong = static_cast<int64_t>(sync_->SumOverRanks(wrong));
   }
