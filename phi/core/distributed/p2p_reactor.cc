@@ -21,6 +21,20 @@ namespace {
 // post is never missed by much even without a Rearm.
 constexpr int kMaxSleepMs = 200;
 constexpr uint64_t kWakeToken = 0;
+constexpr int kPollEvents = 64;
+
+// The reactor whose work this thread runs now, if any.
+thread_local const P2PReactor* tl_working = nullptr;
+
+// Marks this thread as running `r`'s work for the scope (the caller holds its lock).
+class WorkScope {
+ public:
+  explicit WorkScope(const P2PReactor* r) : prev_(tl_working) { tl_working = r; }
+  ~WorkScope() { tl_working = prev_; }
+
+ private:
+  const P2PReactor* prev_;
+};
 }  // namespace
 
 std::shared_ptr<P2PReactor> P2PReactor::Get() {
@@ -75,21 +89,63 @@ P2PReactor::~P2PReactor() {
 }
 
 void P2PReactor::Post(std::function<void()> fn) {
-  bool was_empty;
+  bool was_empty, parked;
   {
     std::lock_guard<std::mutex> lk(mu_);
     was_empty = posted_.empty();
     posted_.push_back(std::move(fn));
+    parked = pollers_ > 0;
   }
   if (was_empty) {
     const uint64_t one = 1;
     (void)!::write(wake_fd_, &one, sizeof(one));
+    if (parked) park_cv_.notify_one();
   }
 }
 
+void P2PReactor::RunOrPost(std::function<void()> fn) {
+  if (tl_working == this) return Post(std::move(fn));
+  std::unique_lock<std::mutex> work(work_mu_, std::try_to_lock);
+  if (!work.owns_lock()) return Post(std::move(fn));
+  WorkScope scope(this);
+  RunPosted();  // what was posted before runs first
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    LOG(ERROR) << "point-to-point reactor: a task raised: " << e.what();
+  }
+  RunPosted();  // what fn's callbacks posted
+}
+
+bool P2PReactor::Progress() {
+  if (tl_working == this) return false;
+  std::unique_lock<std::mutex> work(work_mu_, std::try_to_lock);
+  if (!work.owns_lock()) return false;
+  WorkScope scope(this);
+  RunPosted();
+  epoll_event events[kPollEvents];
+  const int n = ::epoll_wait(epoll_fd_, events, kPollEvents, 0);
+  // A drained wake-up was meant for the reactor thread: run what it announced.
+  if (Dispatch(events, n)) RunPosted();
+  return true;
+}
+
+void P2PReactor::BeginPolling() {
+  std::lock_guard<std::mutex> lk(mu_);
+  ++pollers_;
+}
+
+void P2PReactor::EndPolling() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (--pollers_ > 0) return;
+  }
+  park_cv_.notify_one();
+}
+
 void P2PReactor::PostAndWait(std::function<void()> fn) {
-  PADDLE_ENFORCE(!OnReactorThread(),
-                 errors::PreconditionNotMet("PostAndWait from the reactor's own thread"));
+  PADDLE_ENFORCE(!OnReactorThread() && tl_working != this,
+                 errors::PreconditionNotMet("PostAndWait from inside the reactor's work"));
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
@@ -155,51 +211,75 @@ void P2PReactor::RunPosted() {
   }
 }
 
+bool P2PReactor::Dispatch(const epoll_event* events, int n) {
+  bool woken = false;
+  for (int i = 0; i < n; ++i) {
+    const uint64_t token = events[i].data.u64;
+    if (token == kWakeToken) {
+      uint64_t drained;
+      (void)!::read(wake_fd_, &drained, sizeof(drained));
+      woken = true;
+      continue;
+    }
+    auto it = watched_.find(token);
+    if (it == watched_.end()) continue;  // unwatched since (by an earlier handler, or holder)
+    FdHandler handler = it->second.handler;  // a copy: the handler may unwatch itself
+    try {
+      handler(events[i].events);
+    } catch (const std::exception& e) {
+      LOG(ERROR) << "point-to-point reactor: a socket handler raised: " << e.what();
+    }
+  }
+  return woken;
+}
+
 void P2PReactor::Loop() {
-  std::vector<epoll_event> events(64);
+  std::vector<epoll_event> events(kPollEvents);
   Clock::time_point next = Clock::time_point::max();
   for (;;) {
-    RunPosted();
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (stop_) return;
-    }
-    if (rearm_ || Clock::now() >= next) {
-      rearm_ = false;
-      next = Clock::time_point::max();
-      const Clock::time_point now = Clock::now();
-      std::vector<uint64_t> ids;
-      for (const auto& kv : timers_) ids.push_back(kv.first);
-      for (uint64_t id : ids) {  // a timer may remove timers
-        auto it = timers_.find(id);
-        if (it != timers_.end()) next = std::min(next, it->second(now));
-      }
-      if (rearm_) continue;  // a timer posted or re-armed: look again first
-    }
     int sleep_ms = kMaxSleepMs;
-    if (next != Clock::time_point::max()) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
-      sleep_ms = static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left.count() + 1,
-                                                                         kMaxSleepMs)));
+    {
+      std::lock_guard<std::mutex> work(work_mu_);
+      WorkScope scope(this);
+      RunPosted();
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (stop_) return;
+      }
+      if (rearm_ || Clock::now() >= next) {
+        rearm_ = false;
+        next = Clock::time_point::max();
+        const Clock::time_point now = Clock::now();
+        std::vector<uint64_t> ids;
+        for (const auto& kv : timers_) ids.push_back(kv.first);
+        for (uint64_t id : ids) {  // a timer may remove timers
+          auto it = timers_.find(id);
+          if (it != timers_.end()) next = std::min(next, it->second(now));
+        }
+        if (rearm_) continue;  // a timer posted or re-armed: look again first
+      }
+      if (next != Clock::time_point::max()) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
+        sleep_ms = static_cast<int>(
+            std::max<int64_t>(0, std::min<int64_t>(left.count() + 1, kMaxSleepMs)));
+      }
+    }
+    {
+      // While threads poll the sockets themselves, sleep off them until a task is posted,
+      // a timer is due, or the last poller is done.
+      std::unique_lock<std::mutex> lk(mu_);
+      if (pollers_ > 0) {
+        park_cv_.wait_for(lk, std::chrono::milliseconds(sleep_ms),
+                          [&] { return stop_ || pollers_ == 0 || !posted_.empty(); });
+        continue;
+      }
     }
     const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
                                sleep_ms);
-    for (int i = 0; i < n; ++i) {
-      const uint64_t token = events[i].data.u64;
-      if (token == kWakeToken) {
-        uint64_t drained;
-        (void)!::read(wake_fd_, &drained, sizeof(drained));
-        continue;
-      }
-      auto it = watched_.find(token);
-      if (it == watched_.end()) continue;  // unwatched by an earlier handler of this round
-      FdHandler handler = it->second.handler;  // a copy: the handler may unwatch itself
-      try {
-        handler(events[i].events);
-      } catch (const std::exception& e) {
-        LOG(ERROR) << "point-to-point reactor: a socket handler raised: " << e.what();
-      }
-    }
+    std::lock_guard<std::mutex> work(work_mu_);
+    WorkScope scope(this);
+    Dispatch(events.data(), n);
     if (n == static_cast<int>(events.size())) events.resize(events.size() * 2);
     if (rearm_) next = Clock::now();  // look at the timers on the next turn
   }

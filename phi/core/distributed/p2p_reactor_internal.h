@@ -1,9 +1,19 @@
 // The reactor: one thread per process that waits on every point-to-point socket (epoll) and
 // runs what the endpoints ask of it (p2p_transport_internal.h). It lives while an endpoint
 // holds it; the last one to go ends the thread.
+//
+// The reactor's *work* (posted tasks, socket handlers, timers) runs under one lock, by
+// whichever thread holds it: the reactor thread between its sleeps, a poster that finds it
+// free (RunOrPost: a send is written at once, without waking the reactor thread), or a
+// thread waiting for its ops (Progress: it reads the sockets itself instead of being woken
+// by the reactor thread, which meanwhile stays off them, see BeginPolling). Everything the
+// handlers touch is therefore only ever touched by one thread at a time, as if by one
+// thread. A handler must tolerate an event already served by another holder (a socket read
+// that finds nothing, a write with nothing queued): every socket is non-blocking.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -11,6 +21,8 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+
+struct epoll_event;
 
 namespace phi {
 namespace distributed {
@@ -27,14 +39,27 @@ class P2PReactor {
   static std::shared_ptr<P2PReactor> Get();
   ~P2PReactor();  // ends the thread (only the last holder destroys it)
 
-  // Runs `fn` on the reactor thread soon, in the order posted. Any thread.
+  // Runs `fn` as the reactor's work soon, after what was posted before. Any thread.
   void Post(std::function<void()> fn);
-  // Runs `fn` there and waits for it. Not from the reactor thread.
+  // Runs `fn` now on this thread when the work's lock is free (after what was posted before),
+  // else posts it. From inside the work (a handler or a callback) it posts: the work in
+  // progress must not change under it.
+  void RunOrPost(std::function<void()> fn);
+  // Runs `fn` as the reactor's work and waits for it. Not from inside the work.
   void PostAndWait(std::function<void()> fn);
   bool OnReactorThread() const { return std::this_thread::get_id() == thread_.get_id(); }
 
-  // Reactor thread only. Watch returns a token that names the registration (an fd number
-  // may be reused at once after close; a token never is).
+  // A waiting thread's turn at the work: what was posted, then the sockets ready now (no
+  // sleep). False when another thread holds the work (try again). Not from inside the work.
+  bool Progress();
+  // Between these, a thread polls with Progress: the reactor thread stays off the sockets
+  // (each of its wake-ups would find them served and take a core the poller needs) and only
+  // runs posted tasks and timers. Balanced calls; any thread.
+  void BeginPolling();
+  void EndPolling();
+
+  // From inside the work only. Watch returns a token that names the registration (an fd
+  // number may be reused at once after close; a token never is).
   uint64_t Watch(int fd, uint32_t events, FdHandler handler);
   void Modify(uint64_t token, uint32_t events);
   void Unwatch(uint64_t token);  // before the fd is closed
@@ -47,18 +72,23 @@ class P2PReactor {
   P2PReactor();
   void Loop();
   void RunPosted();
+  // Runs the handlers of `n` events; true when one was Post's wake-up (drained).
+  bool Dispatch(const ::epoll_event* events, int n);
 
   int epoll_fd_ = -1;
   int wake_fd_ = -1;  // eventfd: Post wakes the loop
+  std::mutex work_mu_;  // held while the work runs (see the top of this file)
   std::mutex mu_;
+  std::condition_variable park_cv_;           // the reactor thread, while threads poll
   std::deque<std::function<void()>> posted_;  // under mu_
   bool stop_ = false;                         // under mu_
+  int pollers_ = 0;                           // under mu_
   struct Watched {
     int fd;
     FdHandler handler;
   };
-  std::unordered_map<uint64_t, Watched> watched_;  // reactor thread only
-  std::unordered_map<uint64_t, Timer> timers_;     // reactor thread only
+  std::unordered_map<uint64_t, Watched> watched_;  // the work's
+  std::unordered_map<uint64_t, Timer> timers_;     // the work's
   uint64_t next_token_ = 1;
   bool rearm_ = false;
   std::thread thread_;

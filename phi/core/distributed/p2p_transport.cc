@@ -169,7 +169,7 @@ void P2PEndpoint::PostSend(const void* data, int64_t count, DataType dtype, int 
     return p2p::Finish(op.done, std::current_exception());
   }
   auto s = state_;
-  s->reactor->Post([s, op = std::move(op)]() mutable { s->DoSend(std::move(op)); });
+  s->reactor->RunOrPost([s, op = std::move(op)]() mutable { s->DoSend(std::move(op)); });
 }
 
 void P2PEndpoint::PostRecv(void* data, int64_t count, DataType dtype, int peer, int tag,
@@ -185,8 +185,10 @@ void P2PEndpoint::PostRecv(void* data, int64_t count, DataType dtype, int peer, 
   op.deadline = state_->Deadline();
   op.done = std::move(done);
   auto s = state_;
-  s->reactor->Post([s, op = std::move(op)]() mutable { s->DoRecv(std::move(op)); });
+  s->reactor->RunOrPost([s, op = std::move(op)]() mutable { s->DoRecv(std::move(op)); });
 }
+
+std::shared_ptr<P2PReactor> P2PEndpoint::Reactor() const { return state_->reactor; }
 
 uint64_t P2PLentBytesReceived() { return p2p::lent_bytes_received.load(); }
 
@@ -216,10 +218,23 @@ void RunP2POps(P2PEndpoint* endpoint, const std::vector<PendingCpuP2P>& ops,
       endpoint->PostRecv(op.dst, op.count, op.dtype, op.peer, op.tag, op.source, done);
     }
   }
-  // The spin rule first (the reactor's callback then needs no wake-up of this thread), then
-  // block. The endpoint's deadlines end every op (the buffers are the ops' until then).
+  // The spin rule first, this thread serving the sockets itself (Progress) while the reactor
+  // thread stays off them: a message that arrives completes here, with no thread woken.
+  // Then block. The endpoint's deadlines end every op (the buffers are the ops' until then).
   thread_local SpinPolicy spin;
-  if (spin.Spin([&] { return w->all_done.load(std::memory_order_acquire); })) {
+  auto all_done = [&] { return w->all_done.load(std::memory_order_acquire); };
+  std::shared_ptr<P2PReactor> reactor = endpoint->Reactor();
+  struct Polling {
+    P2PReactor* r;
+    explicit Polling(P2PReactor* reactor) : r(reactor) { r->BeginPolling(); }
+    ~Polling() { r->EndPolling(); }
+  };
+  bool spun;
+  {
+    Polling polling(reactor.get());
+    spun = spin.Spin([&] { return all_done() || (reactor->Progress() && all_done()); });
+  }
+  if (spun) {
     std::lock_guard<std::mutex> lk(w->mu);
     if (w->first) std::rethrow_exception(w->first);
     return;

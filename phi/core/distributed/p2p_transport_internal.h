@@ -1,6 +1,8 @@
 // Point-to-point messages of the CPU engines on a transport of the runtime's own: sends and
-// receives are posted without blocking and completed by a callback, from one thread per
-// process (the reactor), however many ops are in flight (internal to the CPU engines).
+// receives are posted without blocking and completed by a callback, by one reactor per
+// process however many ops are in flight: its thread, or the thread that posts or waits when
+// the reactor's work is free (p2p_reactor_internal.h), so that a small message needs no
+// thread woken at either end (internal to the CPU engines).
 //
 // Why not Gloo's unbound buffers: a posted Gloo send or receive can only be waited for
 // (there is no test and no callback), so every op in flight needed a thread blocked in its
@@ -52,13 +54,15 @@
 namespace phi {
 namespace distributed {
 
-// Called once when the op has completed (null) or failed, on the reactor's thread (or on
-// the poster's, when the op fails before it is posted). It must not block.
+// Called once when the op has completed (null) or failed, on the thread running the
+// reactor's work (p2p_reactor_internal.h): the reactor's, the poster's (a send written at
+// once, an op that fails before it is posted) or a waiter's. It must not block.
 using P2PDone = std::function<void(std::exception_ptr)>;
 
 namespace p2p {
 struct EndpointState;
 }  // namespace p2p
+class P2PReactor;
 
 class P2PEndpoint {
  public:
@@ -68,7 +72,7 @@ class P2PEndpoint {
   // Listens on `host` and publishes this rank's address under `store` (the group's
   // prefix). Raises Unavailable when it cannot listen. `explain`, when set, adds to the
   // message of a failure that blames a peer (which rank is gone, and why); it runs on the
-  // reactor thread, once per broken connection.
+  // reactor's work, once per broken connection.
   P2PEndpoint(std::shared_ptr<Store> store, int rank, int size, const std::string& host,
               std::string describe, std::chrono::milliseconds timeout,
               std::function<std::string(const std::string&)> explain = nullptr);
@@ -96,7 +100,9 @@ class P2PEndpoint {
   // connections (the peers' ops fail at once). Any thread; idempotent.
   void Abort(const std::string& why);
 
-  using State = p2p::EndpointState;  // the reactor thread's (p2p_transport_state_internal.h)
+  using State = p2p::EndpointState;  // the reactor's work's (p2p_transport_state_internal.h)
+  // The reactor this endpoint's sockets are served by: a waiter polls it (RunP2POps).
+  std::shared_ptr<P2PReactor> Reactor() const;
 
  private:
   std::shared_ptr<State> state_;

@@ -1,8 +1,8 @@
 // The point-to-point endpoint's state and wire format (internal to the transport:
 // p2p_transport.cc holds the endpoint's API and the helpers, p2p_connections.cc the
 // connections, p2p_protocol.cc the frames, matching, posting, deadlines and closing).
-// Everything in EndpointState is the reactor thread's (p2p_reactor_internal.h), except the few
-// atomics the posters read.
+// Everything in EndpointState is the reactor work's, run by one thread at a time
+// (p2p_reactor_internal.h), except the few atomics the posters read.
 #pragma once
 
 #include <sys/types.h>
