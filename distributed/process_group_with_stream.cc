@@ -433,10 +433,13 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
     const auto waits = OrderLocked(comm_stream, calc, comm_stream, /*on_lane=*/true);
     lk.unlock();
     for (const auto& e : waits) comm_stream->WaitEvent(*e);
+    // A post never blocks on the peer: it runs on this thread when the comm stream is idle
+    // (no hand-over to the stream's thread), behind its earlier work otherwise.
     LaunchJob(comm_stream,
               MakePostJob(comm, std::move(post), task->state(), lane, ticket, DescribePtr(),
                           desc),
-              sync_op);
+              /*prefer_inline=*/true);
+    task->ServeWhileWaiting(comm->P2PPoller());
     task->Issue(end, lane.get(), holders);
     if (FLAGS_benchmark) lane->Synchronize(timeout_.load());
     if (sync_op) task->Wait(timeout_.load());

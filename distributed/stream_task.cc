@@ -147,8 +147,13 @@ bool StreamTask::IsCompleted() {
 }
 
 void StreamTask::HostWait(std::chrono::milliseconds timeout) {
+  thread_local phi::distributed::SpinPolicy spin;
+  const bool spun =
+      poller_ && phi::distributed::SpinServing(&spin, poller_.get(),
+                                               [this] { return end_event_->Query(); });
   try {
-    end_event_->Synchronize(timeout);
+    if (!spun) end_event_->Synchronize(timeout);
+    if (poller_ && !spun) spin.Ended();
   } catch (const phi::TimeoutError& e) {
     std::string msg = *group_desc_ + ": " + desc_.ToString() + " did not complete within " +
                       std::to_string(timeout.count()) + " ms (Timeout(ms)=" +

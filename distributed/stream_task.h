@@ -12,6 +12,7 @@
 
 #include "distributed/process_group.h"
 #include "phi/core/allocator.h"
+#include "phi/core/distributed/progress_poller.h"
 #include "phi/core/stream.h"
 
 namespace paddle_like {
@@ -98,6 +99,11 @@ class StreamTask : public ProcessGroup::Task {
   // coalesced group) and the allocations to record as used by `stream`.
   void Issue(std::shared_ptr<phi::Event> end_event, phi::Stream* stream,
              const std::vector<std::shared_ptr<phi::Allocation>>& holders);
+  // A posted point-to-point op: a host wait for it spins first (the CPU transports' spin
+  // rule), serving the engine's progress itself, before it sleeps. Before Issue.
+  void ServeWhileWaiting(std::shared_ptr<phi::distributed::ProgressPoller> poller) {
+    poller_ = std::move(poller);
+  }
 
   bool IsCompleted() override;
   bool Wait(std::chrono::milliseconds timeout = ProcessGroup::kUnsetTimeout) override;
@@ -132,6 +138,7 @@ class StreamTask : public ProcessGroup::Task {
   std::function<std::string()> progress_report_;
   std::shared_ptr<TaskState> state_ = std::make_shared<TaskState>();
   std::shared_ptr<phi::Event> end_event_;
+  std::shared_ptr<phi::distributed::ProgressPoller> poller_;
   std::mutex records_mu_;
   std::vector<HolderRecord> records_;
 };

@@ -19,11 +19,13 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "phi/core/data_type.h"
 #include "phi/core/distributed/allreduce_plan.h"
+#include "phi/core/distributed/progress_poller.h"
 #include "phi/core/distributed/reduce_op.h"
 
 namespace phi {
@@ -73,6 +75,8 @@ class CommContext {
   // flight. The peer and tag rules are Send's and Recv's.
   using P2PDone = std::function<void(std::exception_ptr)>;
   virtual bool PostsP2P() const { return false; }
+  // Where PostsP2P(): what a thread waiting for a posted op polls (null: it just waits).
+  virtual std::shared_ptr<ProgressPoller> P2PPoller() { return nullptr; }
   virtual void PostSend(const void* send, int64_t count, DataType dtype, int peer, int tag,
                         P2PDone done);
   virtual void PostRecv(void* recv, int64_t count, DataType dtype, int peer, int tag,

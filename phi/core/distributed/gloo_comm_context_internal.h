@@ -134,6 +134,7 @@ class GlooCommContext : public CpuCommContext {
   std::string BackendName() const override { return "Gloo"; }
   bool SupportsAnySource() const override { return true; }
   bool PostsP2P() const override { return true; }
+  std::shared_ptr<ProgressPoller> P2PPoller() override;
   void PostSend(const void* send, int64_t count, DataType dtype, int peer, int tag,
                 P2PDone done) override;
   void PostRecv(void* recv, int64_t count, DataType dtype, int peer, int tag, int* source,

@@ -3,6 +3,7 @@
 // posted and completed by a callback, so neither a blocking Send nor the process group's
 // posted ops need a thread per op in flight, and a timed-out op poisons nothing else.
 #include "phi/core/distributed/gloo_comm_context_internal.h"
+#include "phi/core/distributed/p2p_reactor_internal.h"
 
 namespace phi {
 namespace distributed {
@@ -37,6 +38,8 @@ void GlooCommContext::RunP2PBatch(const std::vector<DeferredP2P>& ops) {
   ThrowIfBroken();
   RunP2POps(p2p_.get(), ops, timeout_.load());
 }
+
+std::shared_ptr<ProgressPoller> GlooCommContext::P2PPoller() { return p2p_->Reactor(); }
 
 void GlooCommContext::PostSend(const void* send, int64_t count, DataType dtype, int peer,
                                int tag, P2PDone done) {

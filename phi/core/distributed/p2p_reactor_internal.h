@@ -22,12 +22,14 @@
 #include <thread>
 #include <unordered_map>
 
+#include "phi/core/distributed/progress_poller.h"
+
 struct epoll_event;
 
 namespace phi {
 namespace distributed {
 
-class P2PReactor {
+class P2PReactor : public ProgressPoller {
  public:
   using Clock = std::chrono::steady_clock;
   using FdHandler = std::function<void(uint32_t events)>;
@@ -37,7 +39,7 @@ class P2PReactor {
 
   // The process's reactor, started on first use.
   static std::shared_ptr<P2PReactor> Get();
-  ~P2PReactor();  // ends the thread (only the last holder destroys it)
+  ~P2PReactor() override;  // ends the thread (only the last holder destroys it)
 
   // Runs `fn` as the reactor's work soon, after what was posted before. Any thread.
   void Post(std::function<void()> fn);
@@ -51,12 +53,12 @@ class P2PReactor {
 
   // A waiting thread's turn at the work: what was posted, then the sockets ready now (no
   // sleep). False when another thread holds the work (try again). Not from inside the work.
-  bool Progress();
+  bool Progress() override;
   // Between these, a thread polls with Progress: the reactor thread stays off the sockets
   // (each of its wake-ups would find them served and take a core the poller needs) and only
   // runs posted tasks and timers. Balanced calls; any thread.
-  void BeginPolling();
-  void EndPolling();
+  void BeginPolling() override;
+  void EndPolling() override;
 
   // From inside the work only. Watch returns a token that names the registration (an fd
   // number may be reused at once after close; a token never is).

@@ -224,16 +224,7 @@ void RunP2POps(P2PEndpoint* endpoint, const std::vector<PendingCpuP2P>& ops,
   thread_local SpinPolicy spin;
   auto all_done = [&] { return w->all_done.load(std::memory_order_acquire); };
   std::shared_ptr<P2PReactor> reactor = endpoint->Reactor();
-  struct Polling {
-    P2PReactor* r;
-    explicit Polling(P2PReactor* reactor) : r(reactor) { r->BeginPolling(); }
-    ~Polling() { r->EndPolling(); }
-  };
-  bool spun;
-  {
-    Polling polling(reactor.get());
-    spun = spin.Spin([&] { return all_done() || (reactor->Progress() && all_done()); });
-  }
+  const bool spun = SpinServing(&spin, reactor.get(), all_done);
   if (spun) {
     std::lock_guard<std::mutex> lk(w->mu);
     if (w->first) std::rethrow_exception(w->first);
