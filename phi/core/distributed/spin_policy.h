@@ -1,6 +1,6 @@
 // SpinPolicy: the one rule by which the CPU transports (the two-rank socket paths, the
-// shared-memory group, a group's point-to-point wait, the MPI progress thread) wait for a peer
-// before they block (internal to the CPU engine).
+// shared-memory group, a point-to-point wait of a group or a task, the MPI progress thread)
+// wait for a peer before they block (internal to the CPU engine).
 //
 // Why spin at all: a blocked wait costs a wake-up when the data comes (an idle CPU leaving its
 // sleep state, or a busy one switching), tens to hundreds of microseconds, where the data
