@@ -35,6 +35,14 @@ class WorkScope {
  private:
   const P2PReactor* prev_;
 };
+// A task must not end the work of whoever runs it (the loop, a poster, a waiter).
+void RunTask(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    LOG(ERROR) << "point-to-point reactor: a task raised: " << e.what();
+  }
+}
 }  // namespace
 
 std::shared_ptr<P2PReactor> P2PReactor::Get() {
@@ -109,11 +117,7 @@ void P2PReactor::RunOrPost(std::function<void()> fn) {
   if (!work.owns_lock()) return Post(std::move(fn));
   WorkScope scope(this);
   RunPosted();  // what was posted before runs first
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    LOG(ERROR) << "point-to-point reactor: a task raised: " << e.what();
-  }
+  RunTask(fn);
   RunPosted();  // what fn's callbacks posted
 }
 
@@ -202,13 +206,7 @@ void P2PReactor::RunPosted() {
     std::lock_guard<std::mutex> lk(mu_);
     batch.swap(posted_);
   }
-  for (auto& fn : batch) {
-    try {
-      fn();
-    } catch (const std::exception& e) {  // a callback must not end the loop
-      LOG(ERROR) << "point-to-point reactor: a task raised: " << e.what();
-    }
-  }
+  for (auto& fn : batch) RunTask(fn);
 }
 
 bool P2PReactor::Dispatch(const epoll_event* events, int n) {
