@@ -132,14 +132,20 @@ struct Gathered {
   const char* base = nullptr;  // rank r's record at base + r * stride, its payload after it
   size_t stride = 0;
   std::vector<AgreementRecord> recs;
-  std::vector<char> fixed;  // the fixed-size exchange's output
+  std::vector<char> send;     // this rank's record and payload
+  std::vector<char> fixed;    // the fixed-size exchange's output
+  std::vector<size_t> lengths;
 };
 
 // One exchange. Through the communicator's variable all-gather where it has one (exactly the
 // bytes each rank has), else an all-gather of the records alone, so that two ranks running
-// different ops still exchange equal sizes.
-Gathered Exchange(phi::distributed::CommContext* comm, phi::Stream* stream,
-                  const AgreementRecord& mine, const void* payload, size_t payload_bytes) {
+// different ops still exchange equal sizes. The result lives in this thread's scratch (a
+// small sync all-reduce is mostly bookkeeping: it allocates nothing here), valid until the
+// thread's next exchange.
+const Gathered& Exchange(phi::distributed::CommContext* comm, phi::Stream* stream,
+                         const AgreementRecord& mine, const void* payload,
+                         size_t payload_bytes) {
+  thread_local Gathered g;
   const int size = comm->GetSize();
   // Every check of a communicator takes the same path, whatever the op: a rank running a
   // different op must still meet the others in the same exchange.
@@ -148,25 +154,24 @@ Gathered Exchange(phi::distributed::CommContext* comm, phi::Stream* stream,
   PADDLE_ENFORCE(FitsExchange(comm, payload_bytes),
                  phi::errors::PreconditionNotMet("a fused payload of %zu bytes does not fit",
                                                    payload_bytes));
-  std::vector<char> send(slot, 0);
-  std::memcpy(send.data(), mine.v.data(), kRecordBytes);
-  if (payload_bytes > 0) std::memcpy(send.data() + kRecordBytes, payload, payload_bytes);
-  Gathered g;
-  std::vector<size_t> lengths;
+  g.send.resize(slot);
+  std::memcpy(g.send.data(), mine.v.data(), kRecordBytes);
+  if (payload_bytes > 0) std::memcpy(g.send.data() + kRecordBytes, payload, payload_bytes);
   if (variable) {
-    g.base = comm->VariableAllGather(send.data(), slot, &g.stride, &lengths, stream);
+    g.base = comm->VariableAllGather(g.send.data(), slot, &g.stride, &g.lengths, stream);
   } else {
     g.fixed.resize(slot * static_cast<size_t>(size));
-    comm->AllGather(send.data(), g.fixed.data(), static_cast<int64_t>(slot),
+    comm->AllGather(g.send.data(), g.fixed.data(), static_cast<int64_t>(slot),
                     phi::DataType::UINT8, stream);
     g.base = g.fixed.data();
     g.stride = slot;
-    lengths.assign(static_cast<size_t>(size), slot);
+    g.lengths.assign(static_cast<size_t>(size), slot);
   }
   g.recs.resize(static_cast<size_t>(size));
   for (int r = 0; r < size; ++r) {  // a block shorter than a record reads as unreadable
+    g.recs[r].v.fill(0);
     std::memcpy(g.recs[r].v.data(), g.base + static_cast<size_t>(r) * g.stride,
-                std::min(kRecordBytes, lengths[static_cast<size_t>(r)]));
+                std::min(kRecordBytes, g.lengths[static_cast<size_t>(r)]));
   }
   return g;
 }
@@ -176,7 +181,7 @@ void CheckAgreement(phi::distributed::CommContext* comm, phi::Stream* stream,
                     const AgreementRecord& mine, const std::string& group, int gid,
                     phi::distributed::Store* store) {
   if (comm->GetSize() == 1 && !mine.v[kFailed]) return;
-  Gathered g = Exchange(comm, stream, mine, nullptr, 0);
+  const Gathered& g = Exchange(comm, stream, mine, nullptr, 0);
   EvaluateRecords(g.recs, comm->GetRank(), group, gid, store);
 }
 
@@ -196,7 +201,7 @@ void FusedSmallAllReduce(phi::distributed::CommContext* comm, phi::Stream* strea
     return;
   }
   const int size = comm->GetSize();
-  Gathered g = Exchange(comm, stream, mine, in.data, bytes);
+  const Gathered& g = Exchange(comm, stream, mine, in.data, bytes);
   EvaluateRecords(g.recs, comm->GetRank(), group, gid, store);
   if (bytes == 0) return;
   // Every rank reduces the same payloads in rank order: the same bits everywhere.

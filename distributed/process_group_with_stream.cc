@@ -46,6 +46,27 @@ using namespace engine;  // NOLINT: the engine's own checks
 
 
 // ------------------------------------------------------------------ group basics
+namespace {
+// What a task's timeout says about its group: the flight recorder's last ops, and the ranks
+// that have not issued the op, from the progress they publish on the watchdog's tick.
+class GroupReporter : public TaskReporter {
+ public:
+  GroupReporter(std::shared_ptr<FlightRecorder> recorder, std::weak_ptr<WatchTarget> watch)
+      : recorder_(std::move(recorder)), watch_(std::move(watch)) {}
+  std::string RecentOps() const override { return recorder_->Dump(); }
+  std::string ProgressFor(const OpDesc& desc) const override {
+    // The store reads are bounded: the waiter has already timed out.
+    constexpr std::chrono::milliseconds kReportBudget{1000};
+    auto w = watch_.lock();
+    return w ? w->ReportFor(desc, kReportBudget) : std::string();
+  }
+
+ private:
+  std::shared_ptr<FlightRecorder> recorder_;
+  std::weak_ptr<WatchTarget> watch_;  // the group retires its watch before it goes
+};
+}  // namespace
+
 // " 'attention tp'": the user's description of a group, after its id in every message.
 static std::string DescSuffix(const std::string& group_desc) {
   return group_desc.empty() ? std::string() : " '" + group_desc + "'";
@@ -80,6 +101,7 @@ ProcessGroupWithStream::ProcessGroupWithStream(std::shared_ptr<phi::distributed:
       gid, rank, size, timeout_.load(), recorder_, store_,
       [this](const std::string& why) { AbortComm(why); });
   WatchGroup(watch_);
+  reporter_ = std::make_shared<GroupReporter>(recorder_, watch_);
 }
 
 ProcessGroupWithStream::~ProcessGroupWithStream() {
@@ -227,16 +249,8 @@ static std::shared_ptr<phi::Event> LaunchJob(phi::Stream* stream, std::function<
 
 std::shared_ptr<StreamTask> ProcessGroupWithStream::NewTask(const OpDesc& desc, bool sync_op,
                                                             phi::Stream* calc) {
-  // A timeout names the ranks that have not issued the op, from the progress they publish
-  // on the watchdog's tick; the store reads are bounded (the waiter already timed out).
-  constexpr std::chrono::milliseconds kReportBudget{1000};
-  auto task = std::make_shared<StreamTask>(
-      GetRank(), desc, sync_op, DescribePtr(), calc, BlockingWait(), timeout_.load(),
-      [recorder = recorder_] { return recorder->Dump(); },
-      [watch = std::weak_ptr<WatchTarget>(watch_), desc] {
-        auto w = watch.lock();
-        return w ? w->ReportFor(desc, kReportBudget) : std::string();
-      });
+  auto task = std::make_shared<StreamTask>(GetRank(), desc, sync_op, DescribePtr(), calc,
+                                           BlockingWait(), timeout_.load(), reporter_);
   for (const auto& o : observers_) o->OnIssue(desc, task->state());
   return task;
 }
@@ -246,14 +260,20 @@ namespace {
 bool IsP2P(CommType t) { return t == CommType::SEND || t == CommType::RECV; }
 
 // The job that runs one op on its stream: the agreement check first (when asked), then the
-// op. Failures are kept in the task's state and logged where they happen.
-std::function<void()> MakeJob(CommContext* comm, phi::Stream* stream,
-                              std::function<void(CommContext*, phi::Stream*, TaskState*)> fn,
-                              std::shared_ptr<TaskState> state,
-                              std::shared_ptr<const std::string> group, OpDesc desc,
-                              bool check, int gid,
-                              std::shared_ptr<phi::distributed::Store> store) {
-  return [=, fn = std::move(fn)] {
+// op. Failures are kept in the task's state and logged where they happen. Run on the stream
+// (a std::function owning it) or, by a sync op on an idle stream, on the caller's stack.
+struct OpJob {
+  CommContext* comm;
+  phi::Stream* stream;
+  std::function<void(CommContext*, phi::Stream*, TaskState*)> fn;
+  std::shared_ptr<TaskState> state;
+  std::shared_ptr<const std::string> group;
+  OpDesc desc;
+  bool check;
+  int gid;
+  std::shared_ptr<phi::distributed::Store> store;
+
+  void operator()() const {
     state->MarkStarted();
     try {
       if (check) {
@@ -265,8 +285,8 @@ std::function<void()> MakeJob(CommContext* comm, phi::Stream* stream,
       state->SetError(std::current_exception());
       NoteFailure(*group, desc, state->error(), state.get());
     }
-  };
-}
+  }
+};
 
 // The job that posts a send or receive on the comm stream: it returns once posted; the
 // engine's callback ends the op (its state, then its ticket on the lane, which is its end).
@@ -345,6 +365,17 @@ std::vector<std::shared_ptr<phi::Event>> ProcessGroupWithStream::OrderLocked(
   return waits;
 }
 
+// The allocations an op's stream uses until its end (recorded on the stream by the task).
+static std::vector<std::shared_ptr<phi::Allocation>> HoldersOf(
+    const std::vector<const DenseTensor*>& tensors) {
+  std::vector<std::shared_ptr<phi::Allocation>> holders;
+  holders.reserve(tensors.size());
+  for (const DenseTensor* t : tensors) {
+    if (t != nullptr && t->initialized()) holders.push_back(t->Holder());
+  }
+  return holders;
+}
+
 bool ProcessGroupWithStream::AgreesInBand(const phi::Place& place) const {
   return phi::CollectiveCheckMode() == phi::CollectiveCheck::kInBand && place.is_cpu() &&
          GetSize() > 1;
@@ -377,12 +408,6 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
   CommContext* comm = GetOrCreateCommContext(place);
   phi::Stream* calc = phi::DeviceContextPool::Instance().Get(place)->stream();
   phi::Stream* comm_stream = CommStreamContext(place)->stream();
-
-  std::vector<std::shared_ptr<phi::Allocation>> holders;
-  holders.reserve(tensors.size());
-  for (const DenseTensor* t : tensors) {
-    if (t != nullptr && t->initialized()) holders.push_back(t->Holder());
-  }
 
   std::unique_lock<std::mutex> lk(mu_);
   // Raised at issue: queued behind an aborted op, a check inside the job would wait for that
@@ -417,8 +442,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
 
   if (coalescing_) {
     coalescing_->any_sync |= sync_op;
-    coalescing_->jobs.push_back(
-        CoalescingState::Job{std::move(fn), task, std::move(holders), desc});
+    coalescing_->jobs.push_back(CoalescingState::Job{std::move(fn), task, HoldersOf(tensors), desc});
     return task;
   }
   const bool on_lane = p2p && !use_calc_stream && place.is_cpu();
@@ -440,7 +464,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
                           desc),
               /*prefer_inline=*/true);
     task->ServeWhileWaiting(comm->P2PPoller());
-    task->Issue(end, lane.get(), holders);
+    task->Issue(end, lane.get(), HoldersOf(tensors));
     if (FLAGS_benchmark) lane->Synchronize(timeout_.load());
     if (sync_op) task->Wait(timeout_.load());
     return task;
@@ -450,11 +474,22 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
   const auto waits = OrderLocked(stream, calc, comm_stream, on_lane);
   lk.unlock();
 
-  for (const auto& e : waits) stream->WaitEvent(*e);
   const bool check = AgreesInBand(place) && !p2p && !desc.agreed_in_op;
-  auto job = MakeJob(comm, stream, std::move(fn), task->state(), DescribePtr(), desc, check,
-                     GetGid(), store_);
-  std::shared_ptr<phi::Event> end = LaunchJob(stream, std::move(job), sync_op && !use_calc_stream);
+  OpJob job{comm, stream, std::move(fn), task->state(), DescribePtr(), desc, check, GetGid(),
+            store_};
+  // The fast path of a sync op (a small CPU all-reduce is mostly this path's cost): on an
+  // idle stream with nothing to wait for, the op runs here and has ended when RunIfIdle
+  // returns, so there is no job to allocate, no event to record and no memory to record as
+  // in use. Only CPU streams run work inline; their completed event stands for the end.
+  if (sync_op && !use_calc_stream && waits.empty() && stream->RunIfIdle([&job] { job(); })) {
+    task->Issue(phi::CpuEvent::Completed(), stream, {});
+    task->Wait(timeout_.load());
+    return task;
+  }
+  std::vector<std::shared_ptr<phi::Allocation>> holders = HoldersOf(tensors);
+  for (const auto& e : waits) stream->WaitEvent(*e);
+  std::shared_ptr<phi::Event> end =
+      LaunchJob(stream, std::move(job), sync_op && !use_calc_stream);
   task->Issue(end, stream, holders);
   if (on_lane) {
     std::lock_guard<std::mutex> relock(mu_);
@@ -555,7 +590,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
   if (c->jobs.empty()) {  // nothing to issue: a task that is already complete
     phi::Stream* host = phi::DeviceContextPool::Instance().Get(phi::CPUPlace())->stream();
     auto done = std::make_shared<StreamTask>(GetRank(), desc, false, DescribePtr(), host, false,
-                                             timeout_.load(), nullptr);
+                                             timeout_.load(), reporter_);
     done->Issue(std::shared_ptr<phi::Event>(host->CreateEvent()), host, {});
     return done;
   }

@@ -29,6 +29,7 @@ class CollectiveFingerprintChecker;
 class OpObserver;
 class FlightRecorder;
 class StreamTask;
+class TaskReporter;
 struct OpDesc;
 struct TaskState;
 struct CoalescingState;
@@ -187,6 +188,8 @@ class ProcessGroupWithStream : public ProcessGroup {
   std::shared_ptr<FlightRecorder> recorder_;
   // This group as the watchdog sees it (retired first thing in the destructor).
   std::shared_ptr<WatchTarget> watch_;
+  // What a task's timeout adds about this group (shared by every task).
+  std::shared_ptr<const TaskReporter> reporter_;
   // FLAGS_collective_check=store: the store-based fingerprint check (names missing ranks).
   std::shared_ptr<CollectiveFingerprintChecker> checker_;
   // What sees every op (op_observer.h): the flight recorder, the comm timeline, the checker.

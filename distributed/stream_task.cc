@@ -76,16 +76,14 @@ StreamTask::StreamTask(int rank, OpDesc desc, bool sync_op,
                        std::shared_ptr<const std::string> group_desc,
                        phi::Stream* calc_stream, bool blocking_wait,
                        std::chrono::milliseconds timeout,
-                       std::function<std::string()> recent_ops,
-                       std::function<std::string()> progress_report)
+                       std::shared_ptr<const TaskReporter> reporter)
     : Task(rank, desc.type, sync_op),
       desc_(std::move(desc)),
       group_desc_(std::move(group_desc)),
       calc_stream_(calc_stream),
       blocking_wait_(blocking_wait),
       timeout_(timeout),
-      recent_ops_(std::move(recent_ops)),
-      progress_report_(std::move(progress_report)) {}
+      reporter_(std::move(reporter)) {}
 
 void StreamTask::Issue(std::shared_ptr<phi::Event> end_event, phi::Stream* stream,
                        const std::vector<std::shared_ptr<phi::Allocation>>& holders) {
@@ -106,7 +104,7 @@ void StreamTask::CheckIssued() const {
 }
 
 std::string StreamTask::ProgressReport() const {
-  return progress_report_ ? progress_report_() : std::string();
+  return reporter_ ? reporter_->ProgressFor(desc_) : std::string();
 }
 
 void StreamTask::RethrowIfFailed() const {
@@ -162,7 +160,9 @@ void StreamTask::HostWait(std::chrono::milliseconds timeout) {
                       "). A rank may have died, or not called this op, or called a different "
                       "one.";
     msg += ProgressReport();
-    if (recent_ops_) msg += "\nLast ops of this group (flight recorder):\n" + recent_ops_();
+    if (reporter_) {
+      msg += "\nLast ops of this group (flight recorder):\n" + reporter_->RecentOps();
+    }
     state_->timeout_reported.store(true);
     VLOG(1) << msg;  // raised: the caller reports it
     PADDLE_THROW(phi::errors::Timeout(msg));

@@ -87,13 +87,25 @@ struct TaskState {
   std::string failure_note_;
 };
 
+// What a task's timeout adds about its group: one per group, shared by its tasks (so that
+// issuing a task copies one pointer, not two closures).
+class TaskReporter {
+ public:
+  virtual ~TaskReporter() = default;
+  // The group's last ops (the flight recorder), one per line.
+  virtual std::string RecentOps() const = 0;
+  // Who has not issued `desc` and where each rank is (the watchdog's progress report,
+  // bounded in time); empty when the group is not watched.
+  virtual std::string ProgressFor(const OpDesc& desc) const = 0;
+};
+
 class StreamTask : public ProcessGroup::Task {
  public:
   // `timeout`: the group's, used by Wait() without one and by Synchronize().
+  // `reporter` (may be null): what a timeout adds about the group.
   StreamTask(int rank, OpDesc desc, bool sync_op, std::shared_ptr<const std::string> group_desc,
              phi::Stream* calc_stream, bool blocking_wait, std::chrono::milliseconds timeout,
-             std::function<std::string()> recent_ops,
-             std::function<std::string()> progress_report = nullptr);
+             std::shared_ptr<const TaskReporter> reporter);
 
   // Called once the op is on the stream: the end event (shared by the tasks of one
   // coalesced group) and the allocations to record as used by `stream`.
@@ -131,11 +143,7 @@ class StreamTask : public ProcessGroup::Task {
   phi::Stream* calc_stream_;
   bool blocking_wait_;
   std::chrono::milliseconds timeout_;
-  std::function<std::string()> recent_ops_;
-  // Who has not issued this op and where each rank is (the watchdog's progress report,
-  // bounded in time), appended to a timeout this task raises; null when the group is not
-  // watched.
-  std::function<std::string()> progress_report_;
+  std::shared_ptr<const TaskReporter> reporter_;
   std::shared_ptr<TaskState> state_ = std::make_shared<TaskState>();
   std::shared_ptr<phi::Event> end_event_;
   std::shared_ptr<phi::distributed::ProgressPoller> poller_;

@@ -17,6 +17,11 @@ struct StreamJobScope {
 bool InCpuStreamJob() { return tls_stream_job_depth > 0; }
 
 // ------------------------------------------------------------------ CpuEvent
+const std::shared_ptr<Event>& CpuEvent::Completed() {
+  static const std::shared_ptr<Event> done = std::make_shared<CpuEvent>();
+  return done;
+}
+
 void CpuEvent::Record(Stream* stream) {
   if (stream->IsHostStream()) {  // host work is done when recorded
     progress_.reset();
@@ -157,17 +162,13 @@ void CpuWorkerStream::Launch(std::function<void()> fn) {
   work_cv_.notify_one();
 }
 
-void CpuWorkerStream::LaunchPreferInline(std::function<void()> fn) {
+bool CpuWorkerStream::RunIfIdle(const std::function<void()>& fn) {
   uint64_t seq;
   {
     std::lock_guard<std::mutex> lk(progress_->mu);
     bool idle = queue_.empty() && progress_->completed == progress_->submitted &&
                 !inline_running_;
-    if (!idle) {
-      queue_.push_back(Job{++progress_->submitted, std::move(fn)});
-      work_cv_.notify_one();
-      return;
-    }
+    if (!idle) return false;
     // Claim the stream: jobs submitted meanwhile queue behind this one, and the worker
     // does not start them until it is done (in-order semantics hold).
     seq = ++progress_->submitted;
@@ -178,6 +179,7 @@ void CpuWorkerStream::LaunchPreferInline(std::function<void()> fn) {
   inline_running_ = false;
   CompleteLocked(seq);
   if (!queue_.empty()) work_cv_.notify_one();  // jobs queued behind the inline one
+  return true;
 }
 
 void CpuWorkerStream::CompleteLocked(uint64_t seq) {

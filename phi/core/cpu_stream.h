@@ -26,6 +26,11 @@ struct CpuStreamProgress {
 
 class CpuEvent : public Event {
  public:
+  // One shared event that is complete: the end of work that ran before its issuer returned
+  // (Stream::RunIfIdle). Never recorded; shared by everyone that needs such an end.
+  // Must not be recorded.
+  static const std::shared_ptr<Event>& Completed();
+
   void Record(Stream* stream) override;
   bool Query() const override;
   void Synchronize(std::chrono::milliseconds timeout) const override;
@@ -36,7 +41,7 @@ class CpuEvent : public Event {
 };
 
 // True on a thread that is running a CpuWorkerStream job (the worker thread, or a caller
-// running a LaunchPreferInline job inline). Such a thread must not block on a stream
+// running a job inline through RunIfIdle). Such a thread must not block on a stream
 // event it may itself be holding up (the allocator's bounded pending list checks this).
 bool InCpuStreamJob();
 
@@ -47,6 +52,10 @@ class CpuHostStream : public Stream {
   Place place() const override { return CPUPlace(); }
   bool IsHostStream() const override { return true; }
   void Launch(std::function<void()> fn) override { fn(); }
+  bool RunIfIdle(const std::function<void()>& fn) override {
+    fn();
+    return true;
+  }
   void WaitEvent(const Event& event) override;
   bool Query() const override { return true; }
   void Synchronize(std::chrono::milliseconds) const override {}
@@ -94,7 +103,7 @@ class CpuWorkerStream : public CpuProgressStream {
   ~CpuWorkerStream() override;  // drains submitted work, then joins
 
   void Launch(std::function<void()> fn) override;
-  void LaunchPreferInline(std::function<void()> fn) override;
+  bool RunIfIdle(const std::function<void()>& fn) override;
   void WaitEvent(const Event& event) override;
   std::string DebugString() const override;
 
@@ -114,7 +123,7 @@ class CpuWorkerStream : public CpuProgressStream {
   // (the sync fast path) does not wake an idle worker for nothing.
   std::condition_variable work_cv_;
   std::deque<Job> queue_;       // guarded by progress_->mu
-  bool inline_running_ = false;  // a LaunchPreferInline job runs on a caller thread
+  bool inline_running_ = false;  // a RunIfIdle job runs on a caller thread
   bool stop_ = false;
   std::thread worker_;
 };

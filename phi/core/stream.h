@@ -35,9 +35,18 @@ class Stream {
   // Runs `fn` in stream order. A CPU worker stream queues it; the host stream runs it now;
   // a CUDA stream runs it now on the caller, and `fn` enqueues device work on the stream.
   virtual void Launch(std::function<void()> fn) = 0;
-  // Like Launch, but a stream with nothing pending may run `fn` on the calling thread
-  // (it has then completed when this returns). The CPU fast path for small sync ops.
-  virtual void LaunchPreferInline(std::function<void()> fn) { Launch(std::move(fn)); }
+  // When the stream has nothing pending and can run work on the calling thread, runs `fn`
+  // here (it has completed when this returns true) and returns true; otherwise runs nothing
+  // and returns false. The CPU fast path for small sync ops: a caller that gets true issued
+  // no stream work at all (no job object, no event to record). `fn` is borrowed, not kept.
+  virtual bool RunIfIdle(const std::function<void()>& fn) {
+    (void)fn;
+    return false;
+  }
+  // Like Launch, but runs `fn` on the calling thread when the stream is idle (RunIfIdle).
+  void LaunchPreferInline(std::function<void()> fn) {
+    if (!RunIfIdle(fn)) Launch(std::move(fn));
+  }
 
   // The stream waits for `event`; the host does not (except on the host stream, which is
   // the host).

@@ -247,6 +247,30 @@ TEST(CpuStreamPreferInlineTest, QueuesBehindPendingWorkPreservingOrder) {
   EXPECT_NE(second_ran_on, std::this_thread::get_id());
 }
 
+// RunIfIdle (the engine's sync fast path) runs nothing on a busy stream and says so; on an
+// idle one it runs the job on the caller and returns true, and the job counts as stream work.
+TEST(CpuStreamPreferInlineTest, RunIfIdleRunsOnlyOnAnIdleStream) {
+  CpuWorkerStream s("run-if-idle");
+  Gate gate;
+  s.Launch([&] { gate.Wait(); });
+  bool ran = false;
+  EXPECT_FALSE(s.RunIfIdle([&] { ran = true; }));
+  EXPECT_FALSE(ran) << "a busy stream must not run the job at all";
+  gate.Open();
+  s.Synchronize(seconds(30));
+  std::thread::id ran_on;
+  EXPECT_TRUE(s.RunIfIdle([&] {
+    ran_on = std::this_thread::get_id();
+    ran = true;
+  }));
+  EXPECT_TRUE(ran);
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  auto e = s.CreateEvent();
+  e->Record(&s);
+  EXPECT_TRUE(e->Query());
+  EXPECT_TRUE(phi::CpuEvent::Completed()->Query()) << "the shared completed event";
+}
+
 // While an inline job runs on the caller, work launched meanwhile waits for it.
 TEST(CpuStreamPreferInlineTest, WorkLaunchedDuringAnInlineJobRunsAfterIt) {
   CpuWorkerStream s("inline-claim");
