@@ -25,15 +25,21 @@ void ProcessGroupCpu::CreateCommContextNow(
     phi::distributed::CommContext* comm = GetOrCreateCommContext(phi::CPUPlace());
     if (then) then(comm);
   } catch (...) {
+    comm_.store(nullptr, std::memory_order_release);
     CommContextManager::Instance().Erase(CommContextManager::KeyOf(comm_key_, GetGid()), this);
     throw;
   }
 }
 
 phi::distributed::CommContext* ProcessGroupCpu::GetOrCreateCommContext(const phi::Place&) {
-  return CommContextManager::Instance().GetOrCreate(
+  // Every op asks: after the first, the answer is this group's own communicator (the
+  // manager's entry belongs to this group until its destructor or a failed creation above).
+  if (auto* comm = comm_.load(std::memory_order_acquire)) return comm;
+  phi::distributed::CommContext* comm = CommContextManager::Instance().GetOrCreate(
       CommContextManager::KeyOf(comm_key_, GetGid()), this, GetRank(), GetSize(),
       [this] { return CreateCommContext(); });
+  comm_.store(comm, std::memory_order_release);
+  return comm;
 }
 
 void ProcessGroupCpu::SetCommTimeout(std::chrono::milliseconds timeout) {

@@ -4,6 +4,7 @@
 // communicator (ProcessGroupGloo, ProcessGroupMPI).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -40,6 +41,7 @@ class ProcessGroupCpu : public ProcessGroupWithStream {
 
  private:
   const std::string comm_key_;
+  std::atomic<phi::distributed::CommContext*> comm_{nullptr};  // once created
 };
 
 }  // namespace distributed

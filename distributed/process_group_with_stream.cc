@@ -501,26 +501,29 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
   return task;
 }
 
-ProcessGroup::TaskPtr ProcessGroupWithStream::Guarded(CommType type,
-                                                      const std::function<TaskPtr()>& body) {
-  uint64_t before;
+uint64_t ProcessGroupWithStream::OpsIssued() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return seq_ + p2p_seq_;
+}
+
+void ProcessGroupWithStream::AfterFailedIssue(CommType type, uint64_t before,
+                                              std::exception_ptr error) {
+  std::string what;
+  try {
+    std::rethrow_exception(error);
+  } catch (const phi::EnforceNotMet& e) {
+    what = e.what();
+  } catch (...) {
+    return;  // not a check of ours: nothing to tell
+  }
+  bool notify;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    before = seq_ + p2p_seq_;  // every op issued, of both numberings
+    notify = seq_ + p2p_seq_ == before && !coalescing_ && !checker_raised_ &&
+             aborted_.empty() && AgreesInBand(BarrierPlace({}));
+    checker_raised_ = false;
   }
-  try {
-    return body();
-  } catch (const phi::EnforceNotMet& e) {
-    bool notify;
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      notify = seq_ + p2p_seq_ == before && !coalescing_ && !checker_raised_ &&
-               aborted_.empty() && AgreesInBand(BarrierPlace({}));
-      checker_raised_ = false;
-    }
-    if (notify) NotifyLocalFailure(type, e.what());
-    throw;
-  }
+  if (notify) NotifyLocalFailure(type, what);
 }
 
 void ProcessGroupWithStream::NotifyLocalFailure(CommType type, const std::string& reason) {

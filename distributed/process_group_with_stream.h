@@ -144,7 +144,22 @@ class ProcessGroupWithStream : public ProcessGroup {
   // Runs `body` (an op's checks, then Run). When the checks fail on this rank before the op
   // took a sequence number, the other ranks are told through the agreement check (they
   // raise at once, naming this rank and the reason) and the error is rethrown here.
-  TaskPtr Guarded(CommType type, const std::function<TaskPtr()>& body);
+  // A template (not a std::function) because every op passes through it: no allocation.
+  template <typename Body>
+  TaskPtr Guarded(CommType type, Body&& body) {
+    const uint64_t before = OpsIssued();
+    try {
+      return body();
+    } catch (...) {
+      AfterFailedIssue(type, before, std::current_exception());
+      throw;
+    }
+  }
+  // Every op issued, of both numberings (Guarded's "did the op take a number" test).
+  uint64_t OpsIssued() const;
+  // Guarded's failure path: tells the other ranks when `error` is this rank's own checks
+  // failing before the op took a sequence number (`before` is OpsIssued() then).
+  void AfterFailedIssue(CommType type, uint64_t before, std::exception_ptr error);
   void NotifyLocalFailure(CommType type, const std::string& reason);
   // Whether an all-reduce runs FusedSmallAllReduce (op_agreement.h: one exchange with its
   // agreement record where the communicator's plan gathers it): agreeing in band, not

@@ -319,9 +319,19 @@ constexpr const char* kOpKinds[] = {"allreduce", "reduce",  "broadcast", "allgat
                                     "allgather (variable sizes)"};
 
 uint64_t Signature(const char* what, uint64_t bytes, int root) {
+  // Callers pass literals: the last one's kind is remembered by address, which spares the
+  // name comparisons on every op of a run of one kind.
+  thread_local const char* last_what = nullptr;
+  thread_local uint64_t last_kind = 0;
   uint64_t kind = 0;
-  for (size_t k = 0; k < sizeof(kOpKinds) / sizeof(kOpKinds[0]); ++k) {
-    if (std::strcmp(kOpKinds[k], what) == 0) kind = k + 1;
+  if (what == last_what) {
+    kind = last_kind;
+  } else {
+    for (size_t k = 0; k < sizeof(kOpKinds) / sizeof(kOpKinds[0]); ++k) {
+      if (std::strcmp(kOpKinds[k], what) == 0) kind = k + 1;
+    }
+    last_what = what;
+    last_kind = kind;
   }
   return kind << 56 | (static_cast<uint64_t>(root + 1) & 0xffff) << 40 |
          (bytes & ((uint64_t{1} << 40) - 1));
@@ -340,7 +350,10 @@ void ShmGroup::BeginOp(const char* what, uint64_t bytes, int root) {
   what_ = what;
   signature_ = Signature(what, bytes, root);
   signature_pending_ = true;
-  deadline_ = std::chrono::steady_clock::now() + timeout_.load();
+  // The deadline is taken when the op first blocks (WaitFor): a small op that never blocks
+  // reads no clock. It is then later than the op's start by the spins before, a few
+  // milliseconds at most against a timeout of seconds.
+  deadline_set_ = false;
   if (header_->failed.load(std::memory_order_acquire) != 0) RaisePosted();
 }
 
@@ -394,6 +407,10 @@ void ShmGroup::WaitFor(int peer, uint32_t step) {
     return;
   }
   auto last_check = Clock::now();
+  if (!deadline_set_) {
+    deadline_ = last_check + timeout_.load();
+    deadline_set_ = true;
+  }
   for (;;) {
     if (header_->failed.load(std::memory_order_acquire) != 0) RaisePosted();
     const auto now = Clock::now();

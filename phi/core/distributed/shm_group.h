@@ -97,7 +97,8 @@ class ShmGroup {
   // The deadline of the ops that begin from now on (set_timeout). Any thread.
   void SetTimeout(std::chrono::milliseconds timeout) { timeout_.store(timeout); }
 
-  // The op the following steps belong to, and its deadline (the group's timeout from now):
+  // The op the following steps belong to, and its deadline (the group's timeout from the
+  // op's first blocked wait):
   // named in every error. Its signature (`what`, `bytes`, `root`; pass 0 and -1 where ranks
   // legitimately differ) travels with the op's first step and is compared there: calls that
   // differ (possible with FLAGS_collective_check other than in_band) raise InvalidArgument on every
@@ -147,7 +148,8 @@ class ShmGroup {
   int set_ = 0;              // the set of the current use
   uint64_t signature_ = 0;   // the current op's (BeginOp)
   bool signature_pending_ = false;  // its first step has not run yet
-  std::chrono::steady_clock::time_point deadline_;
+  std::chrono::steady_clock::time_point deadline_;  // valid when deadline_set_
+  bool deadline_set_ = false;  // taken at the op's first blocked wait (WaitFor)
   SpinPolicy spin_;  // the waits of the thread running this group's ops
 };
 

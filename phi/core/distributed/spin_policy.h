@@ -63,11 +63,11 @@ class SpinPolicy {
 
 template <typename Ready>
 bool SpinPolicy::Spin(Ready&& ready) {
-  started_ = Clock::now();
-  if (ready()) {
+  if (ready()) {  // no clock read when no wait was needed
     Set(true);
     return true;
   }
+  started_ = Clock::now();
   const auto bound = Bound();
   if (bound.count() <= 0 || !armed()) return false;
   const auto until = started_ + bound;
