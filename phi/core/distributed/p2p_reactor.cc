@@ -102,7 +102,7 @@ void P2PReactor::Post(std::function<void()> fn) {
     std::lock_guard<std::mutex> lk(mu_);
     was_empty = posted_.empty();
     posted_.push_back(std::move(fn));
-    parked = pollers_ > 0;
+    parked = parked_;
   }
   if (was_empty) {
     const uint64_t one = 1;
@@ -139,10 +139,13 @@ void P2PReactor::BeginPolling() {
   ++pollers_;
 }
 
-void P2PReactor::EndPolling() {
+void P2PReactor::EndPolling(bool blocking) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (--pollers_ > 0) return;
+    // Not blocking: no wake-up; the parked thread sees the linger end on its own (Loop).
+    linger_until_ = blocking ? Clock::time_point{} : Clock::now() + kLinger;
+    if (!blocking || !parked_) return;
   }
   park_cv_.notify_one();
 }
@@ -264,12 +267,18 @@ void P2PReactor::Loop() {
       }
     }
     {
-      // While threads poll the sockets themselves, sleep off them until a task is posted,
-      // a timer is due, or the last poller is done.
+      // While threads poll the sockets themselves, and for kLinger after the last one that
+      // did not block, sleep off them until a task is posted, a timer is due, or the
+      // polling is over. The sleep is at most kLinger at a time: the end of a linger comes
+      // without a wake-up (EndPolling), so the thread looks again that often.
       std::unique_lock<std::mutex> lk(mu_);
-      if (pollers_ > 0) {
-        park_cv_.wait_for(lk, std::chrono::milliseconds(sleep_ms),
-                          [&] { return stop_ || pollers_ == 0 || !posted_.empty(); });
+      auto off_sockets = [&] { return pollers_ > 0 || Clock::now() < linger_until_; };
+      if (off_sockets()) {
+        parked_ = true;
+        park_cv_.wait_for(lk, std::min<Clock::duration>(std::chrono::milliseconds(sleep_ms),
+                                                        kLinger),
+                          [&] { return stop_ || !posted_.empty() || !off_sockets(); });
+        parked_ = false;
         continue;
       }
     }

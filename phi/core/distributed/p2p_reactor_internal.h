@@ -56,9 +56,14 @@ class P2PReactor : public ProgressPoller {
   bool Progress() override;
   // Between these, a thread polls with Progress: the reactor thread stays off the sockets
   // (each of its wake-ups would find them served and take a core the poller needs) and only
-  // runs posted tasks and timers. Balanced calls; any thread.
+  // runs posted tasks and timers. After the last poller, it stays off for kLinger more
+  // unless that poller blocks (ProgressPoller::EndPolling). Balanced calls; any thread.
   void BeginPolling() override;
-  void EndPolling() override;
+  void EndPolling(bool blocking) override;
+  // How long the reactor thread stays off the sockets after a poller that did not block: a
+  // loop of sync ops polls again within microseconds, and an op nobody waits for is served
+  // this much later at most.
+  static constexpr std::chrono::microseconds kLinger{1000};
 
   // From inside the work only. Watch returns a token that names the registration (an fd
   // number may be reused at once after close; a token never is).
@@ -85,6 +90,8 @@ class P2PReactor : public ProgressPoller {
   std::deque<std::function<void()>> posted_;  // under mu_
   bool stop_ = false;                         // under mu_
   int pollers_ = 0;                           // under mu_
+  Clock::time_point linger_until_{};          // under mu_: off the sockets until then
+  bool parked_ = false;                       // under mu_: the thread waits on park_cv_
   struct Watched {
     int fd;
     FdHandler handler;

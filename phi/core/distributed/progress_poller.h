@@ -14,9 +14,13 @@ class ProgressPoller {
  public:
   virtual ~ProgressPoller() = default;
   // Around a spin of Progress calls (balanced; any thread): the engine's own thread keeps
-  // off the work meanwhile.
+  // off the work meanwhile. `blocking`: the caller now blocks on the ops it polled for, so
+  // the engine's thread must take over at once; otherwise (the ops completed) it may stay
+  // off a little longer, because a thread that polled for one op usually polls for the
+  // next soon after (a loop of sync ops), and waking the engine's thread in between would
+  // cost each op a wake-up.
   virtual void BeginPolling() = 0;
-  virtual void EndPolling() = 0;
+  virtual void EndPolling(bool blocking) = 0;
   // One turn at the engine's work, without sleeping; false when another thread has it.
   virtual bool Progress() = 0;
 };
@@ -27,10 +31,13 @@ template <typename Ready>
 bool SpinServing(SpinPolicy* spin, ProgressPoller* poller, Ready&& ready) {
   struct Polling {
     ProgressPoller* p;
+    bool blocking = true;  // unless the spin succeeds (an exception: nobody waits on)
     explicit Polling(ProgressPoller* poller) : p(poller) { p->BeginPolling(); }
-    ~Polling() { p->EndPolling(); }
+    ~Polling() { p->EndPolling(blocking); }
   } polling(poller);
-  return spin->Spin([&] { return ready() || (poller->Progress() && ready()); });
+  const bool spun = spin->Spin([&] { return ready() || (poller->Progress() && ready()); });
+  polling.blocking = !spun;
+  return spun;
 }
 
 }  // namespace distributed
