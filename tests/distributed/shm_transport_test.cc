@@ -229,6 +229,94 @@ TEST(ShmTransport, LargePointToPointIsReadFromTheSendersMemory) {
   });
 }
 
+// Point-to-point bytes between ranks of one host travel in shared-memory channels, not the
+// socket: a ring shift of every eager size, then a burst that overfills a channel's ring (a
+// writer that finds it full waits for the reader's doorbell), all checked element by element;
+// with the flag off the same traffic takes the socket and no channel byte is read.
+TEST(ShmTransport, PointToPointTravelsInSharedMemoryChannels) {
+  for (bool on : {true, false}) {
+    RunRanks(3, [on](const RankContext& ctx) {
+      FLAGS_cpu_shm_transport = on;
+      ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, std::chrono::seconds(20));
+      const int me = ctx.rank, next = (me + 1) % 3, prev = (me + 2) % 3;
+      const uint64_t before = phi::distributed::P2PChannelBytesReceived();
+      for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{1000}, int64_t{8192}}) {  // to 64 KiB
+        DenseTensor out(phi::CPUPlace(), DataType::INT64, phi::DDim({n}));
+        for (int64_t i = 0; i < n; ++i) out.data<int64_t>()[i] = me * 1000003LL + i;
+        DenseTensor in = Filled(DataType::INT64, n, -1);
+        pg.StartCoalescing();
+        pg.Send(out, next, 0, -1, false, false);
+        pg.Recv(&in, prev, 0, -1, false, false);
+        pg.EndCoalescing()->Wait();
+        for (int64_t i = 0; i < n; ++i) {
+          ASSERT_EQ(in.data<int64_t>()[i], prev * 1000003LL + i) << n << " elements, at " << i;
+        }
+      }
+      // 64 eager messages of 32 KiB (2 MiB, 8 rings' worth) sent before the receiver looks.
+      constexpr int kBurst = 64;
+      constexpr int64_t kCount = 8192;
+      std::vector<DenseTensor> outs, ins;
+      outs.reserve(kBurst);  // the ops hold their tensors' addresses
+      ins.reserve(kBurst);
+      std::vector<std::shared_ptr<distributed::ProcessGroup::Task>> tasks;
+      if (me == 0) {
+        for (int k = 0; k < kBurst; ++k) {
+          outs.push_back(Filled(DataType::FLOAT32, kCount, k + 0.5));
+          tasks.push_back(pg.Send(outs.back(), 1, 0, -1, false, false));
+        }
+      } else if (me == 1) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        for (int k = 0; k < kBurst; ++k) {
+          ins.push_back(Filled(DataType::FLOAT32, kCount, -1));
+          tasks.push_back(pg.Recv(&ins.back(), 0, 0, -1, false, false));
+        }
+      }
+      for (auto& t : tasks) t->Wait();
+      for (int k = 0; k < static_cast<int>(ins.size()); ++k) {
+        ExpectClose(ins[k], std::vector<Val>(kCount, Val{k + 0.5, 0}),
+                    "burst message " + std::to_string(k));
+      }
+      const uint64_t read = phi::distributed::P2PChannelBytesReceived() - before;
+      if (on) {
+        EXPECT_GT(read, 0u) << "no byte came through a shared-memory channel";
+        if (me == 1) {
+          EXPECT_GT(read, uint64_t{kBurst} * kCount * 4) << "the burst";
+        }
+      } else {
+        EXPECT_EQ(read, 0u) << "the flag is off: every byte takes the socket";
+      }
+      pg.Barrier()->Wait();
+      FLAGS_cpu_shm_transport = true;
+    });
+  }
+}
+
+// A send completes once written, as into a socket's buffer: a sender that then destroys its
+// group and exits before the receiver posts its receive still delivers the message, and no
+// segment is left behind by either.
+TEST(ShmTransport, AMessageOutlivesItsSendersGroupAndProcess) {
+  RunRanks(2, [](const RankContext& ctx) {
+    {
+      ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, std::chrono::seconds(20));
+      pg.Barrier()->Wait();  // both communicators exist (the receiver's listens)
+      if (ctx.rank == 0) {
+        ctx.store->set("sender/pid", std::to_string(getpid()));
+        DenseTensor out = Filled(DataType::FLOAT64, 1000, 2.5);
+        pg.Send(out, 1, 0, -1, true, false)->Wait();
+        ctx.store->set("sent", "1");
+        return;  // the group goes, then the process (before rank 1 receives)
+      }
+      ctx.store->wait({"sent"}, std::chrono::seconds(20));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      DenseTensor in = Filled(DataType::FLOAT64, 1000, -1);
+      pg.Recv(&in, 0, 0, -1, true, false)->Wait();
+      ExpectClose(in, std::vector<Val>(1000, Val{2.5, 0}), "the message of a gone sender");
+      const int pid = std::stoi(ctx.store->get_string("sender/pid"));
+      EXPECT_TRUE(SegmentsOf(pid).empty()) << "the sender's channel segment was left behind";
+    }
+  });
+}
+
 // A lent send that timed out before its receive came: the late receive reads nothing valid
 // and fails naming the sender (the sender's answer says the send ended), and the pair goes on.
 TEST(ShmTransport, LentSendThatTimedOutFailsTheLateReceive) {

@@ -28,11 +28,15 @@ void EndpointState::WatchConn(Conn* c) {
 void EndpointState::CloseConn(Conn* c) {
   if (c->fd < 0) return;
   reactor->Unwatch(c->token);
+  if (c->shm) {
+    reactor->RemovePolledChannel(c->shm.get());
+    c->shm.reset();
+  }
   ::close(c->fd);
   c->fd = -1;
 }
 
-void EndpointState::AdoptOut(int peer, int fd, bool lend) {
+void EndpointState::AdoptOut(int peer, int fd, bool lend, std::shared_ptr<ShmChannel> channel) {
   if (closed) {
     ::close(fd);
     return;
@@ -43,7 +47,81 @@ void EndpointState::AdoptOut(int peer, int fd, bool lend) {
   c->peer = peer;
   c->outgoing = true;
   WatchConn(c.get());
+  if (channel) AttachChannel(c.get(), std::move(channel));
   out[peer] = std::move(c);
+}
+
+void EndpointState::AttachChannel(Conn* c, std::shared_ptr<ShmChannel> channel) {
+  c->shm = std::move(channel);
+  reactor->AddPolledChannel(c->shm.get());
+}
+
+ssize_t EndpointState::SendBytes(Conn* c, const iovec* iov, int n) {
+  if (!c->shm) {
+    msghdr msg{};
+    msg.msg_iov = const_cast<iovec*>(iov);
+    msg.msg_iovlen = static_cast<size_t>(n);
+    return ::sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+  const size_t w = c->shm->Write(iov, n);
+  if (w == 0) {
+    errno = EAGAIN;  // full: the reader's next read rings for room
+    return -1;
+  }
+  if (c->shm->ReaderNeedsDoorbell()) Doorbell(c);
+  return static_cast<ssize_t>(w);
+}
+
+ssize_t EndpointState::RecvBytes(Conn* c, char* buf, size_t len) {
+  if (!c->shm) return ::recv(c->fd, buf, len, MSG_DONTWAIT);
+  for (;;) {
+    const size_t n = c->shm->Read(buf, len);
+    if (n > 0) {
+      channel_bytes_received.fetch_add(n, std::memory_order_relaxed);
+      if (c->shm->WriterNeedsDoorbell()) Doorbell(c);
+      return static_cast<ssize_t>(n);
+    }
+    if (!c->socket_readable) {
+      errno = EAGAIN;
+      return -1;
+    }
+    char bells[256];
+    const ssize_t r = ::recv(c->fd, bells, sizeof(bells), MSG_DONTWAIT);
+    if (r > 0) continue;  // doorbells: look at the ring again
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      c->socket_readable = false;
+      errno = EAGAIN;
+      return -1;
+    }
+    // The peer closed or failed: what it wrote before is in the ring, read to its end first
+    // (its writes came before its close).
+    const size_t last = c->shm->Read(buf, len);
+    if (last > 0) {
+      channel_bytes_received.fetch_add(last, std::memory_order_relaxed);
+      return static_cast<ssize_t>(last);
+    }
+    return r;
+  }
+}
+
+void EndpointState::Doorbell(Conn* c) {
+  // A socket buffer full of doorbells wakes the peer as well as one more would: a failed
+  // send is ignored (a gone peer is seen by the reading side).
+  const char bell = 0;
+  (void)!::send(c->fd, &bell, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+void EndpointState::PollChannels() {
+  dead.clear();  // no handler runs on them now
+  for (auto* conns : {&out, &in}) {
+    for (size_t p = 0; p < conns->size(); ++p) {
+      Conn* c = (*conns)[p].get();
+      if (c == nullptr || !c->shm || c->fd < 0) continue;
+      if (c->shm->Readable()) Read(c);
+      if (c->shm && c->fd >= 0 && !c->out.empty() && c->shm->Writable()) Flush(c);
+    }
+  }
 }
 
 void EndpointState::OnAccept() {
@@ -63,11 +141,13 @@ bool EndpointState::Identify(Conn* c) {
   if (c->rend - c->rbeg < sizeof(Hello)) return false;
   Hello h;
   std::memcpy(&h, c->rbuf.data() + c->rbeg, sizeof(h));
+  const bool shm = h.magic == kHelloShmMagic;
+  if (shm && c->rend - c->rbeg < sizeof(Hello) + ShmChannel::kNameBytes) return false;
   auto it = std::find_if(unidentified.begin(), unidentified.end(),
                          [c](const std::unique_ptr<Conn>& u) { return u.get() == c; });
   std::unique_ptr<Conn> owned = std::move(*it);
   unidentified.erase(it);
-  if (h.magic != kHelloMagic || h.nonce != nonce || h.rank < 0 || h.rank >= size ||
+  if ((h.magic != kHelloMagic && !shm) || h.nonce != nonce || h.rank < 0 || h.rank >= size ||
       h.rank == rank || (in[h.rank] && in[h.rank]->fd >= 0)) {
     LOG(WARNING) << describe << ": closed a point-to-point connection from "
                  << tcputils::Endpoint(c->fd, true)
@@ -77,6 +157,23 @@ bool EndpointState::Identify(Conn* c) {
     return false;
   }
   c->rbeg += sizeof(Hello);
+  if (shm) {
+    char name[ShmChannel::kNameBytes];
+    std::memcpy(name, c->rbuf.data() + c->rbeg, sizeof(name));
+    name[sizeof(name) - 1] = '\0';
+    std::string error;
+    std::shared_ptr<ShmChannel> channel = ShmChannel::Open(name, &error);
+    if (!channel) {
+      // The dialer writes only to the channel: without it the connection is of no use.
+      LOG(WARNING) << describe << ": closed the point-to-point connection from rank " << h.rank
+                   << ": its shared-memory channel cannot be used here: " << error;
+      CloseConn(c);
+      dead.push_back(std::move(owned));
+      return false;
+    }
+    AttachChannel(c, std::move(channel));
+    c->rbeg = c->rend;  // after the hello the socket carries only doorbells
+  }
   c->peer = h.rank;
   if (in[h.rank]) dead.push_back(std::move(in[h.rank]));
   in[h.rank] = std::move(owned);
@@ -141,13 +238,11 @@ void EndpointState::Flush(Conn* c) {
         iov[n++] = {const_cast<char*>(it->payload) + skip, it->payload_len - skip};
       }
     }
-    msghdr msg{};
-    msg.msg_iov = iov;
-    msg.msg_iovlen = n;
-    const ssize_t w = ::sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    const ssize_t w = SendBytes(c, iov, n);
     if (w < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if (c->shm) return;  // a full channel: its reader rings when it made room
         if (!c->writing) {
           c->writing = true;
           reactor->Modify(c->token, EPOLLIN | EPOLLOUT);
@@ -198,7 +293,12 @@ OutSegment EndpointState::Control(FrameKind kind, const Frame& about) {
 void EndpointState::OnEvents(Conn* c, uint32_t ev) {
   dead.clear();  // none of them is `c`: a dead connection is no longer watched
   if (ev & EPOLLOUT) Flush(c);
-  if (c->fd >= 0 && (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))) Read(c);
+  if (c->fd >= 0 && (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
+    c->socket_readable = true;
+    Read(c);
+  }
+  // A channel's doorbell may also say that the ring has room again.
+  if (c->fd >= 0 && c->shm && !c->out.empty()) Flush(c);
 }
 
 void EndpointState::Read(Conn* c) {
@@ -224,7 +324,7 @@ void EndpointState::Read(Conn* c) {
       }
       while (c->left > c->rbuf.size() / 2) {  // large: straight into its place
         const size_t room = drain ? std::min(c->left, c->drain.size()) : c->left;
-        const ssize_t n = ::recv(c->fd, c->sink, room, MSG_DONTWAIT);
+        const ssize_t n = RecvBytes(c, c->sink, room);
         if (n > 0) {
           c->sink = drain ? c->drain.data() : c->sink + n;
           c->left -= static_cast<size_t>(n);
@@ -255,8 +355,7 @@ void EndpointState::Read(Conn* c) {
       c->rbeg = 0;
     }
     if (c->rend == c->rbuf.size()) continue;  // full: consume first
-    const ssize_t n =
-        ::recv(c->fd, c->rbuf.data() + c->rend, c->rbuf.size() - c->rend, MSG_DONTWAIT);
+    const ssize_t n = RecvBytes(c, c->rbuf.data() + c->rend, c->rbuf.size() - c->rend);
     if (n > 0) {
       c->rend += static_cast<size_t>(n);
       c->last_bytes = Clock::now();

@@ -405,6 +405,7 @@ void EndpointState::Close(const std::string& why) {
     listen_fd = -1;
   }
   reactor->RemoveTimer(timer_id);
+  reactor->RemovePollHook(poll_hook_id);
 }
 
 }  // namespace p2p

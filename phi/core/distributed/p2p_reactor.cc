@@ -12,6 +12,7 @@
 
 #include <glog/logging.h>
 
+#include "phi/core/distributed/p2p_shm_channel.h"
 #include "phi/core/errors.h"
 
 namespace phi {
@@ -131,23 +132,74 @@ bool P2PReactor::Progress() {
   const int n = ::epoll_wait(epoll_fd_, events, kPollEvents, 0);
   // A drained wake-up was meant for the reactor thread: run what it announced.
   if (Dispatch(events, n)) RunPosted();
+  RunPollHooks();
   return true;
 }
 
 void P2PReactor::BeginPolling() {
   std::lock_guard<std::mutex> lk(mu_);
-  ++pollers_;
+  if (++pollers_ == 1 && !channels_marked_) {
+    for (ShmChannel* ch : channels_) ch->SetPolling(true);
+    channels_marked_ = true;
+  }
+}
+
+void P2PReactor::AddPolledChannel(ShmChannel* channel) {
+  std::lock_guard<std::mutex> lk(mu_);
+  channels_.push_back(channel);
+  channel->SetPolling(channels_marked_);
+}
+
+void P2PReactor::RemovePolledChannel(ShmChannel* channel) {
+  std::lock_guard<std::mutex> lk(mu_);
+  channels_.erase(std::remove(channels_.begin(), channels_.end(), channel), channels_.end());
+}
+
+void P2PReactor::UnmarkChannels() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!channels_marked_) return;
+  for (ShmChannel* ch : channels_) ch->SetPolling(false);
+  channels_marked_ = false;
+}
+
+uint64_t P2PReactor::AddPollHook(std::function<void()> hook) {
+  const uint64_t id = next_token_++;
+  poll_hooks_[id] = std::move(hook);
+  return id;
+}
+
+void P2PReactor::RemovePollHook(uint64_t id) { poll_hooks_.erase(id); }
+
+void P2PReactor::RunPollHooks() {
+  if (poll_hooks_.empty()) return;
+  std::vector<uint64_t> ids;  // a hook may remove hooks (an endpoint that closes)
+  ids.reserve(poll_hooks_.size());
+  for (const auto& kv : poll_hooks_) ids.push_back(kv.first);
+  for (uint64_t id : ids) {
+    auto it = poll_hooks_.find(id);
+    if (it == poll_hooks_.end()) continue;
+    std::function<void()> hook = it->second;
+    RunTask(hook);
+  }
 }
 
 void P2PReactor::EndPolling(bool blocking) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (--pollers_ > 0) return;
-    // Not blocking: no wake-up; the parked thread sees the linger end on its own (Loop).
     linger_until_ = blocking ? Clock::time_point{} : Clock::now() + kLinger;
-    if (!blocking || !parked_) return;
+    if (parked_) {
+      // Not blocking: no wake-up; the parked thread sees the linger end on its own (Loop),
+      // and unmarks the channels before it goes back to the sockets.
+      if (blocking) park_cv_.notify_one();
+      return;
+    }
   }
-  park_cv_.notify_one();
+  // The thread sleeps on the sockets (it was there when the polling began) with the channels
+  // marked as polled: their writers ring no doorbell, so it must come round, to park for
+  // the linger or to unmark them and look at them before it sleeps again.
+  const uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof(one));
 }
 
 void P2PReactor::PostAndWait(std::function<void()> fn) {
@@ -281,6 +333,15 @@ void P2PReactor::Loop() {
         parked_ = false;
         continue;
       }
+    }
+    // Back on the sockets: the channels' writers ring doorbells from now on, and what they
+    // wrote before they could see that is looked at here.
+    UnmarkChannels();
+    {
+      std::lock_guard<std::mutex> work(work_mu_);
+      WorkScope scope(this);
+      RunPollHooks();
+      if (rearm_) continue;
     }
     const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
                                sleep_ms);

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "phi/core/distributed/progress_poller.h"
 
@@ -28,6 +29,8 @@ struct epoll_event;
 
 namespace phi {
 namespace distributed {
+
+class ShmChannel;
 
 class P2PReactor : public ProgressPoller {
  public:
@@ -72,6 +75,16 @@ class P2PReactor : public ProgressPoller {
   void Unwatch(uint64_t token);  // before the fd is closed
   uint64_t AddTimer(Timer timer);
   void RemoveTimer(uint64_t id);
+  // Work for every turn at the sockets (Progress, and the loop before it sleeps): the
+  // endpoints look at their shared-memory channels, which no epoll reports. Inside the work.
+  uint64_t AddPollHook(std::function<void()> hook);
+  void RemovePollHook(uint64_t id);
+  // The shared-memory channels this process reads (p2p_shm_channel.h): marked as polled
+  // while a thread polls or the reactor thread lingers (their writers then ring no
+  // doorbell), unmarked before the reactor thread sleeps in epoll_wait (and looked at once
+  // more, by the poll hooks). Any thread; Remove before the channel goes.
+  void AddPolledChannel(ShmChannel* channel);
+  void RemovePolledChannel(ShmChannel* channel);
   // A timer's deadline moved earlier: the loop recomputes before it sleeps again.
   void Rearm() { rearm_ = true; }
 
@@ -79,6 +92,9 @@ class P2PReactor : public ProgressPoller {
   P2PReactor();
   void Loop();
   void RunPosted();
+  void RunPollHooks();
+  // Unmarks the polled channels if marked (before the thread sleeps on the sockets).
+  void UnmarkChannels();
   // Runs the handlers of `n` events; true when one was Post's wake-up (drained).
   bool Dispatch(const ::epoll_event* events, int n);
 
@@ -98,6 +114,9 @@ class P2PReactor : public ProgressPoller {
   };
   std::unordered_map<uint64_t, Watched> watched_;  // the work's
   std::unordered_map<uint64_t, Timer> timers_;     // the work's
+  std::unordered_map<uint64_t, std::function<void()>> poll_hooks_;  // the work's
+  std::vector<ShmChannel*> channels_;  // under mu_
+  bool channels_marked_ = false;       // under mu_
   uint64_t next_token_ = 1;
   bool rearm_ = false;
   std::thread thread_;

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <random>
 #include <sstream>
 
@@ -49,6 +50,7 @@ void Tune(int fd) {
 }
 
 std::atomic<uint64_t> lent_bytes_received{0};
+std::atomic<uint64_t> channel_bytes_received{0};
 
 std::string Spec(int64_t count, DataType dtype) {
   return std::to_string(count) + " elements of " + DataTypeToString(dtype);
@@ -105,6 +107,7 @@ P2PEndpoint::P2PEndpoint(std::shared_ptr<Store> store, int rank, int size,
     });
     raw->timer_id =
         raw->reactor->AddTimer([raw](p2p::Clock::time_point now) { return raw->Expire(now); });
+    raw->poll_hook_id = raw->reactor->AddPollHook([raw] { raw->PollChannels(); });
   });
 }
 
@@ -140,15 +143,30 @@ void P2PEndpoint::Prepare(int peer) {
   const bool lend = ShmGroup::SharesMemory(peer_host, s.host_value);
   std::string error;
   p2p::Tune(fd);
-  const p2p::Hello hello{p2p::kHelloMagic, s.rank, nonce};
-  if (!tcputils::SendAll(fd, reinterpret_cast<const uint8_t*>(&hello), sizeof(hello), deadline,
-                         &error)) {
+  // A peer on this host gets this connection's bytes through shared memory (the socket
+  // carries the hello, then doorbells); where no segment can be made, through the socket.
+  std::shared_ptr<ShmChannel> channel;
+  std::vector<uint8_t> hello_bytes(sizeof(p2p::Hello));
+  if (lend) {
+    std::string name, why;
+    channel = ShmChannel::Create(&name, &why);
+    if (channel) {
+      hello_bytes.resize(sizeof(p2p::Hello) + ShmChannel::kNameBytes, 0);
+      std::memcpy(hello_bytes.data() + sizeof(p2p::Hello), name.data(), name.size());
+    } else {
+      LOG(WARNING) << s.describe << ": point-to-point messages to rank " << peer
+                   << " go through the socket: " << why;
+    }
+  }
+  const p2p::Hello hello{channel ? p2p::kHelloShmMagic : p2p::kHelloMagic, s.rank, nonce};
+  std::memcpy(hello_bytes.data(), &hello, sizeof(hello));
+  if (!tcputils::SendAll(fd, hello_bytes.data(), hello_bytes.size(), deadline, &error)) {
     ::close(fd);
     PADDLE_THROW(errors::Unavailable("%s: greeting rank %d failed: %s", s.describe.c_str(),
                                      peer, error.c_str()));
   }
   auto st = state_;
-  st->reactor->Post([st, peer, fd, lend] { st->AdoptOut(peer, fd, lend); });
+  st->reactor->Post([st, peer, fd, lend, channel] { st->AdoptOut(peer, fd, lend, channel); });
   dialed_[peer] = true;
 }
 
@@ -191,6 +209,8 @@ void P2PEndpoint::PostRecv(void* data, int64_t count, DataType dtype, int peer, 
 std::shared_ptr<P2PReactor> P2PEndpoint::Reactor() const { return state_->reactor; }
 
 uint64_t P2PLentBytesReceived() { return p2p::lent_bytes_received.load(); }
+
+uint64_t P2PChannelBytesReceived() { return p2p::channel_bytes_received.load(); }
 
 void RunP2POps(P2PEndpoint* endpoint, const std::vector<PendingCpuP2P>& ops,
                std::chrono::milliseconds timeout) {

@@ -114,6 +114,9 @@ class P2PEndpoint {
 // Payload bytes this process's receives read from their senders' memory (the one-copy path
 // between ranks of one host) since it started: what tests and benchmarks check the path by.
 uint64_t P2PLentBytesReceived();
+// Bytes this process's connections read from shared-memory channels instead of sockets
+// (frames and eager payloads from ranks of this host, p2p_shm_channel.h) since it started.
+uint64_t P2PChannelBytesReceived();
 
 // Posts `ops` (sends and receives) and waits for all of them; raises the first error after
 // every op ended. The endpoint's deadlines end each op; `timeout` (the group's) only sets

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <atomic>
 #include <chrono>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "phi/core/distributed/p2p_reactor_internal.h"
+#include "phi/core/distributed/p2p_shm_channel.h"
 #include "phi/core/distributed/p2p_transport_internal.h"
 
 namespace phi {
@@ -31,6 +33,9 @@ using Clock = std::chrono::steady_clock;
 
 constexpr uint32_t kFrameMagic = 0x46324c50;  // "PL2F"
 constexpr uint32_t kHelloMagic = 0x48324c50;  // "PL2H"
+// A hello followed by ShmChannel::kNameBytes of a segment's name: the dialer's bytes travel
+// in that shared-memory channel from here on (p2p_shm_channel.h).
+constexpr uint32_t kHelloShmMagic = 0x53324c50;  // "PL2S"
 // A larger claimed payload is not a real message: the stream is out of step.
 constexpr uint64_t kMaxPayloadBytes = uint64_t{1} << 40;
 constexpr size_t kReadBuffer = size_t{256} << 10;
@@ -79,6 +84,7 @@ void Finish(P2PDone& done, std::exception_ptr e);
 void Tune(int fd);
 std::string Spec(int64_t count, DataType dtype);
 extern std::atomic<uint64_t> lent_bytes_received;
+extern std::atomic<uint64_t> channel_bytes_received;
 // Erases the elements of a list or map for which `pick` (which may act on them) is true.
 template <typename Container, typename Pick>
 void EraseIf(Container* c, Pick pick) {
@@ -145,6 +151,10 @@ struct OutSegment {
 
 struct Conn {
   int fd = -1;
+  // The connection's bytes, when its peer shares this host: the socket then carries only
+  // doorbells (and says when the peer is gone).
+  std::shared_ptr<ShmChannel> shm;
+  bool socket_readable = false;  // epoll said so: doorbells (or the end) to read
   uint64_t token = 0;
   int peer = -1;  // -1 until an accepted connection said who it is
   bool outgoing = false;
@@ -182,7 +192,7 @@ struct EndpointState : std::enable_shared_from_this<EndpointState> {
 
   // The reactor thread's.
   int listen_fd = -1;
-  uint64_t listen_token = 0, timer_id = 0;
+  uint64_t listen_token = 0, timer_id = 0, poll_hook_id = 0;
   bool closed = false;
   std::string closed_why;
   std::vector<std::unique_ptr<Conn>> out, in;  // per peer: dialed by us / by the peer
@@ -205,7 +215,15 @@ struct EndpointState : std::enable_shared_from_this<EndpointState> {
   // ---- connections (p2p_connections.cc)
   void WatchConn(Conn* c);
   void CloseConn(Conn* c);
-  void AdoptOut(int peer, int fd, bool lend);
+  void AdoptOut(int peer, int fd, bool lend, std::shared_ptr<ShmChannel> channel);
+  void AttachChannel(Conn* c, std::shared_ptr<ShmChannel> channel);
+  // The connection's bytes, through its channel or its socket: as sendmsg and recv
+  // (non-blocking: -1 with errno EAGAIN when nothing moves).
+  ssize_t SendBytes(Conn* c, const iovec* iov, int n);
+  ssize_t RecvBytes(Conn* c, char* buf, size_t len);
+  void Doorbell(Conn* c);
+  // The poll hook: what the channels hold, and room in them for what waits to be written.
+  void PollChannels();
   void OnAccept();
   bool Identify(Conn* c);
   void Break(Conn* c, const std::string& why, bool blame_peer);

@@ -2,7 +2,6 @@
 // explains both). The collectives are in shm_collectives.cc.
 #include "phi/core/distributed/shm_group.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <sched.h>
@@ -18,7 +17,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <random>
 #include <sstream>
 
 #include <glog/logging.h>
@@ -26,6 +24,7 @@
 #include "phi/core/errors.h"
 #include "phi/core/flags.h"
 #include "phi/core/distributed/rank_list.h"
+#include "phi/core/distributed/shm_segment.h"
 
 namespace phi {
 namespace distributed {
@@ -37,7 +36,6 @@ constexpr size_t kLine = 64;
 // How often a rank blocked on a step checks that the ranks it waits for are alive: a rank
 // killed mid-op is named within about this long.
 constexpr std::chrono::milliseconds kLivenessSlice{10};
-constexpr const char* kNamePrefix = "paddle_like_shm_";
 
 enum FailKind : int32_t { kNone = 0, kTimedOut = 1, kGone = 2 };
 
@@ -96,32 +94,6 @@ std::string NamespaceOf(const char* kind) {
   std::string path = std::string("/proc/self/ns/") + kind;
   ssize_t n = readlink(path.c_str(), buf, sizeof(buf) - 1);
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "?";
-}
-
-// Segments of a creator that has exited: a crash between creation and unlink left them.
-void RemoveStaleSegments() {
-  DIR* dir = opendir("/dev/shm");
-  if (dir == nullptr) return;
-  const size_t prefix = std::strlen(kNamePrefix);
-  while (dirent* e = readdir(dir)) {
-    if (std::strncmp(e->d_name, kNamePrefix, prefix) != 0) continue;
-    const long pid = std::strtol(e->d_name + prefix, nullptr, 10);
-    if (pid <= 0 || (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)) {
-      if (shm_unlink((std::string("/") + e->d_name).c_str()) == 0) {
-        VLOG(1) << "removed the stale shared-memory segment " << e->d_name;
-      }
-    }
-  }
-  closedir(dir);
-}
-
-std::string NewSegmentName() {
-  std::random_device rd;
-  uint64_t r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  char buf[96];
-  std::snprintf(buf, sizeof(buf), "/%s%d_%016llx", kNamePrefix, static_cast<int>(getpid()),
-                static_cast<unsigned long long>(r));
-  return buf;
 }
 
 // Waits for `keys` within `timeout`; on a timeout raises naming the ranks whose key is missing.
@@ -233,15 +205,11 @@ std::unique_ptr<ShmGroup> ShmGroup::Create(const std::shared_ptr<Store>& store, 
     }
   };
   if (rank == 0) {
-    RemoveStaleSegments();
-    name = NewSegmentName();
+    RemoveStaleShmSegments();
+    name = NewShmSegmentName();
     g->slot_bytes_ = SlotBytesFor(size, min_slot_bytes);
-    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-    // Allocated now, not as pages are first touched: a full /dev/shm (a container's 64 MiB)
-    // then fails here, and the group stays on TCP, instead of a SIGBUS mid-op.
-    const int err = fd < 0 ? errno
-                           : posix_fallocate(fd, 0, static_cast<off_t>(g->LayoutBytes()));
-    if (err != 0) error = std::string("creating ") + name + ": " + std::strerror(err);
+    // A full /dev/shm (a container's 64 MiB) fails here, and the group stays on TCP.
+    fd = CreateShmSegment(name, g->LayoutBytes(), &error);
     if (error.empty()) map("initialising");
     store->set("shm/name", error.empty() ? name : "");
   } else {

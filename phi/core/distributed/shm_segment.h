@@ -1,0 +1,27 @@
+// Naming and sweeping the runtime's shared-memory segments (internal to the CPU engine: the
+// shared-memory group, shm_group.h, and the point-to-point channels, p2p_shm_channel.h).
+//
+// A segment is created under a name that carries its creator's pid and unlinked once every
+// process that needs it has mapped it. A crash inside that window leaves the name behind;
+// the next creation on the host removes every such name whose creator is gone.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace phi {
+namespace distributed {
+
+// "/paddle_like_shm_<pid>_<random>": a fresh name for a segment this process creates.
+std::string NewShmSegmentName();
+// Unlinks the segments left by creators that have exited.
+void RemoveStaleShmSegments();
+// Creates (O_EXCL) and sizes a segment, allocating its pages now: a full /dev/shm fails
+// here instead of with SIGBUS when a page is first touched. The descriptor, or -1 with
+// `*error` set.
+int CreateShmSegment(const std::string& name, size_t bytes, std::string* error);
+// Maps `bytes` of `fd` shared, read and write; nullptr with `*error` set.
+void* MapShmSegment(int fd, size_t bytes, std::string* error);
+
+}  // namespace distributed
+}  // namespace phi
