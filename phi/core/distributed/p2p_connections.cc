@@ -322,7 +322,8 @@ void EndpointState::Read(Conn* c) {
         c->rbeg += have;
         continue;
       }
-      while (c->left > c->rbuf.size() / 2) {  // large: straight into its place
+      // Large, or from a channel (no system call per read): straight into its place.
+      while (c->left > (c->shm ? 0 : c->rbuf.size() / 2)) {
         const size_t room = drain ? std::min(c->left, c->drain.size()) : c->left;
         const ssize_t n = RecvBytes(c, c->sink, room);
         if (n > 0) {
@@ -355,7 +356,11 @@ void EndpointState::Read(Conn* c) {
       c->rbeg = 0;
     }
     if (c->rend == c->rbuf.size()) continue;  // full: consume first
-    const ssize_t n = RecvBytes(c, c->rbuf.data() + c->rend, c->rbuf.size() - c->rend);
+    // From a channel, a frame's header at a time: its payload is then read straight into
+    // its place (above) instead of through this buffer.
+    const size_t want = c->shm && c->peer >= 0 ? sizeof(Frame) - (c->rend - c->rbeg)
+                                               : c->rbuf.size() - c->rend;
+    const ssize_t n = RecvBytes(c, c->rbuf.data() + c->rend, want);
     if (n > 0) {
       c->rend += static_cast<size_t>(n);
       c->last_bytes = Clock::now();
