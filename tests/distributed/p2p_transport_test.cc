@@ -3,6 +3,8 @@
 // results on every world size, dtype and pattern are in gloo_collectives_test.cc, its faults in
 // gloo_fault_matrix_test.cc, the lent payloads in shm_transport_test.cc.
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -105,6 +107,53 @@ TEST(P2PTransport, MalformedBytesAreATypedErrorNotACrash) {
     DenseTensor from2(phi::CPUPlace(), DataType::INT32, phi::DDim({1}));
     pg.Recv(&from2, 2, true);
     EXPECT_EQ(from2.data<int32_t>()[0], 7);
+  });
+}
+
+// A hello that names a shared-memory channel the listener must not or cannot map (a path
+// outside the runtime's segments, a name of ours that does not exist) closes that connection
+// with a warning and nothing else: no crash, no file touched, and the listener's traffic from
+// its real peers goes on.
+TEST(P2PTransport, AHelloNamingABadChannelClosesOnlyThatConnection) {
+  RunRanks(2, [](const RankContext& ctx) {
+    ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, std::chrono::seconds(20));
+    DenseTensor warm = DenseTensor::FromVector<int32_t>({1});
+    pg.AllReduce(&warm, warm, {}, true);  // every communicator and endpoint exists
+    if (ctx.rank == 0) {
+      const std::vector<uint8_t> value = ctx.store->get("gloo/0/p2p/1");
+      std::istringstream in(std::string(value.begin(), value.end()));
+      std::string host;
+      unsigned port = 0;
+      uint64_t nonce = 0;
+      ASSERT_TRUE(static_cast<bool>(in >> host >> port >> nonce)) << "the published address";
+      for (const char* name : {"/../../etc/passwd", "/paddle_like_shm_1_0000000000000000"}) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        std::string error;
+        const int fd = phi::distributed::tcputils::ConnectOnce(
+            host, static_cast<uint16_t>(port), deadline, &error);
+        ASSERT_GE(fd, 0) << error;
+        uint8_t hello[16 + 64] = {};
+        const uint32_t shm_hello_magic = 0x53324c50;  // "PL2S": a channel's name follows
+        const int32_t me = 0;
+        std::memcpy(hello, &shm_hello_magic, 4);
+        std::memcpy(hello + 4, &me, 4);
+        std::memcpy(hello + 8, &nonce, 8);
+        std::memcpy(hello + 16, name, std::strlen(name));
+        ASSERT_TRUE(phi::distributed::tcputils::SendAll(fd, hello, sizeof(hello), deadline,
+                                                        &error)) << error;
+        pollfd pfd{fd, POLLIN, 0};
+        ASSERT_EQ(::poll(&pfd, 1, 10000), 1) << name << ": the listener did not close it";
+        uint8_t byte;
+        EXPECT_LE(::recv(fd, &byte, 1, MSG_DONTWAIT), 0) << name << ": the end, not bytes";
+        ::close(fd);
+      }
+      DenseTensor t = DenseTensor::FromVector<int32_t>({42});
+      pg.Send(t, 1, true);  // the real connection, through a real channel
+      return;
+    }
+    DenseTensor got(phi::CPUPlace(), DataType::INT32, phi::DDim({1}));
+    pg.Recv(&got, 0, true);
+    EXPECT_EQ(got.data<int32_t>()[0], 42);
   });
 }
 

@@ -53,7 +53,7 @@ void EndpointState::AdoptOut(int peer, int fd, bool lend, std::shared_ptr<ShmCha
 
 void EndpointState::AttachChannel(Conn* c, std::shared_ptr<ShmChannel> channel) {
   c->shm = std::move(channel);
-  reactor->AddPolledChannel(c->shm.get());
+  reactor->AddPolledChannel(c->shm);
 }
 
 ssize_t EndpointState::SendBytes(Conn* c, const iovec* iov, int n) {

@@ -139,26 +139,35 @@ bool P2PReactor::Progress() {
 void P2PReactor::BeginPolling() {
   std::lock_guard<std::mutex> lk(mu_);
   if (++pollers_ == 1 && !channels_marked_) {
-    for (ShmChannel* ch : channels_) ch->SetPolling(true);
+    for (const auto& ch : channels_) ch->SetPolling(true);
     channels_marked_ = true;
   }
 }
 
-void P2PReactor::AddPolledChannel(ShmChannel* channel) {
+void P2PReactor::AddPolledChannel(std::shared_ptr<ShmChannel> channel) {
   std::lock_guard<std::mutex> lk(mu_);
-  channels_.push_back(channel);
   channel->SetPolling(channels_marked_);
+  channels_.push_back(std::move(channel));
 }
 
-void P2PReactor::RemovePolledChannel(ShmChannel* channel) {
-  std::lock_guard<std::mutex> lk(mu_);
-  channels_.erase(std::remove(channels_.begin(), channels_.end(), channel), channels_.end());
+void P2PReactor::RemovePolledChannel(const ShmChannel* channel) {
+  std::shared_ptr<ShmChannel> last;  // unmapped outside the lock
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto it = channels_.begin(); it != channels_.end(); ++it) {
+      if (it->get() == channel) {
+        last = std::move(*it);
+        channels_.erase(it);
+        break;
+      }
+    }
+  }
 }
 
 void P2PReactor::UnmarkChannels() {
   std::lock_guard<std::mutex> lk(mu_);
   if (!channels_marked_) return;
-  for (ShmChannel* ch : channels_) ch->SetPolling(false);
+  for (const auto& ch : channels_) ch->SetPolling(false);
   channels_marked_ = false;
 }
 

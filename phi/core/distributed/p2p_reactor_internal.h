@@ -82,9 +82,9 @@ class P2PReactor : public ProgressPoller {
   // The shared-memory channels this process reads (p2p_shm_channel.h): marked as polled
   // while a thread polls or the reactor thread lingers (their writers then ring no
   // doorbell), unmarked before the reactor thread sleeps in epoll_wait (and looked at once
-  // more, by the poll hooks). Any thread; Remove before the channel goes.
-  void AddPolledChannel(ShmChannel* channel);
-  void RemovePolledChannel(ShmChannel* channel);
+  // more, by the poll hooks). Any thread; the reactor keeps each mapped until removed.
+  void AddPolledChannel(std::shared_ptr<ShmChannel> channel);
+  void RemovePolledChannel(const ShmChannel* channel);
   // A timer's deadline moved earlier: the loop recomputes before it sleeps again.
   void Rearm() { rearm_ = true; }
 
@@ -115,7 +115,7 @@ class P2PReactor : public ProgressPoller {
   std::unordered_map<uint64_t, Watched> watched_;  // the work's
   std::unordered_map<uint64_t, Timer> timers_;     // the work's
   std::unordered_map<uint64_t, std::function<void()>> poll_hooks_;  // the work's
-  std::vector<ShmChannel*> channels_;  // under mu_
+  std::vector<std::shared_ptr<ShmChannel>> channels_;  // under mu_
   bool channels_marked_ = false;       // under mu_
   uint64_t next_token_ = 1;
   bool rearm_ = false;

@@ -78,9 +78,21 @@ std::unique_ptr<ShmChannel> ShmChannel::Create(std::string* name, std::string* e
 }
 
 std::unique_ptr<ShmChannel> ShmChannel::Open(const std::string& name, std::string* error) {
+  // The name comes from the wire: only a segment of ours, of the size a channel has (a
+  // shorter file would raise SIGBUS where the mapping runs past its end).
+  if (!IsShmSegmentName(name)) {
+    *error = "'" + name + "' is not the name of a runtime's segment";
+    return nullptr;
+  }
   const int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
   if (fd < 0) {
     *error = "opening " + name + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != SegmentBytes()) {
+    *error = name + " has the wrong size for a point-to-point channel";
+    close(fd);
     return nullptr;
   }
   void* base = MapShmSegment(fd, SegmentBytes(), error);

@@ -30,6 +30,12 @@ std::string NewShmSegmentName() {
   return buf;
 }
 
+bool IsShmSegmentName(const std::string& name) {
+  const std::string prefix = std::string("/") + kNamePrefix;
+  return name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+         name.find('/', 1) == std::string::npos;
+}
+
 void RemoveStaleShmSegments() {
   DIR* dir = opendir("/dev/shm");
   if (dir == nullptr) return;

@@ -14,6 +14,8 @@ namespace distributed {
 
 // "/paddle_like_shm_<pid>_<random>": a fresh name for a segment this process creates.
 std::string NewShmSegmentName();
+// Whether `name` has the form NewShmSegmentName gives (a name read from the wire is checked).
+bool IsShmSegmentName(const std::string& name);
 // Unlinks the segments left by creators that have exited.
 void RemoveStaleShmSegments();
 // Creates (O_EXCL) and sizes a segment, allocating its pages now: a full /dev/shm fails
