@@ -22,6 +22,14 @@ namespace {
 
 using distributed::ProcessGroupGloo;
 
+// What rank `rank` of group 0 published for its point-to-point endpoint: "host port nonce".
+bool PublishedAddress(const RankContext& ctx, int rank, std::string* host, unsigned* port,
+                      uint64_t* nonce) {
+  const std::vector<uint8_t> value = ctx.store->get("gloo/0/p2p/" + std::to_string(rank));
+  std::istringstream in(std::string(value.begin(), value.end()));
+  return static_cast<bool>(in >> *host >> *port >> *nonce);
+}
+
 // Malformed bytes on a point-to-point connection: an impostor greets rank 1 as rank 0 (with
 // the nonce rank 1 published) and then sends a header that is not one: a bad magic while a
 // receive from rank 0 is pending, which fails with UnavailableError naming rank 0 and what was
@@ -34,12 +42,10 @@ TEST(P2PTransport, MalformedBytesAreATypedErrorNotACrash) {
     DenseTensor warm = DenseTensor::FromVector<int32_t>({1});
     pg.AllReduce(&warm, warm, {}, true);  // every communicator and endpoint exists
     if (ctx.rank == 0) {
-      const std::vector<uint8_t> value = ctx.store->get("gloo/0/p2p/1");
-      std::istringstream in(std::string(value.begin(), value.end()));
       std::string host;
       unsigned port = 0;
       uint64_t nonce = 0;
-      ASSERT_TRUE(static_cast<bool>(in >> host >> port >> nonce)) << "the published address";
+      ASSERT_TRUE(PublishedAddress(ctx, 1, &host, &port, &nonce)) << "the published address";
       for (int round = 0; round < 2; ++round) {
         if (round == 0) ctx.store->wait({"posted/0"}, std::chrono::seconds(20));
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -120,12 +126,10 @@ TEST(P2PTransport, AHelloNamingABadChannelClosesOnlyThatConnection) {
     DenseTensor warm = DenseTensor::FromVector<int32_t>({1});
     pg.AllReduce(&warm, warm, {}, true);  // every communicator and endpoint exists
     if (ctx.rank == 0) {
-      const std::vector<uint8_t> value = ctx.store->get("gloo/0/p2p/1");
-      std::istringstream in(std::string(value.begin(), value.end()));
       std::string host;
       unsigned port = 0;
       uint64_t nonce = 0;
-      ASSERT_TRUE(static_cast<bool>(in >> host >> port >> nonce)) << "the published address";
+      ASSERT_TRUE(PublishedAddress(ctx, 1, &host, &port, &nonce)) << "the published address";
       for (const char* name : {"/../../etc/passwd", "/paddle_like_shm_1_0000000000000000"}) {
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
         std::string error;

@@ -50,6 +50,22 @@ std::vector<std::string> SegmentsOf(int pid) {
   return out;
 }
 
+// A ring shift of `n` distinct int64 values as one group (each rank sends to the next and
+// receives from the previous), checked element by element.
+void RingShiftChecked(ProcessGroupGloo* pg, int me, int world, int64_t n) {
+  const int next = (me + 1) % world, prev = (me + world - 1) % world;
+  DenseTensor out(phi::CPUPlace(), DataType::INT64, phi::DDim({n}));
+  for (int64_t i = 0; i < n; ++i) out.data<int64_t>()[i] = me * 1000000007LL + i;
+  DenseTensor in = Filled(DataType::INT64, n, -1);
+  pg->StartCoalescing();
+  pg->Send(out, next, 0, -1, false, false);
+  pg->Recv(&in, prev, 0, -1, false, false);
+  pg->EndCoalescing()->Wait();
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(in.data<int64_t>()[i], prev * 1000000007LL + i) << n << " elements, at " << i;
+  }
+}
+
 void ExpectSum(ProcessGroupGloo* pg, int world, int64_t n, const std::string& what) {
   DenseTensor t = Filled(DataType::FLOAT32, n, 1.0);
   pg->AllReduce(&t, t, {}, true);
@@ -184,20 +200,11 @@ TEST(ShmTransport, LargePointToPointIsReadFromTheSendersMemory) {
   RunRanks(3, [](const RankContext& ctx) {
     FLAGS_cpu_shm_transport = ctx.rank != 1;
     ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, std::chrono::seconds(20));
-    const int me = ctx.rank, next = (me + 1) % 3, prev = (me + 2) % 3;
+    const int me = ctx.rank;
     const uint64_t before = phi::distributed::P2PLentBytesReceived();
     uint64_t expect_lent = 0;
     for (int64_t n : {int64_t{20000}, int64_t{1300007}}) {  // 160 KB; 10.4 MB: 3 chunks
-      DenseTensor out(phi::CPUPlace(), DataType::INT64, phi::DDim({n}));
-      for (int64_t i = 0; i < n; ++i) out.data<int64_t>()[i] = me * 1000000007LL + i;
-      DenseTensor in = Filled(DataType::INT64, n, -1);
-      pg.StartCoalescing();
-      pg.Send(out, next, 0, -1, false, false);
-      pg.Recv(&in, prev, 0, -1, false, false);
-      pg.EndCoalescing()->Wait();
-      for (int64_t i = 0; i < n; ++i) {
-        ASSERT_EQ(in.data<int64_t>()[i], prev * 1000000007LL + i) << "ring, element " << i;
-      }
+      RingShiftChecked(&pg, me, 3, n);
       // Rank 0 hears rank 2 (both lend); rank 1 hears rank 0 and rank 2 hears rank 1 (flag off).
       if (me == 0) expect_lent += static_cast<uint64_t>(n) * 8;
     }
@@ -238,19 +245,10 @@ TEST(ShmTransport, PointToPointTravelsInSharedMemoryChannels) {
     RunRanks(3, [on](const RankContext& ctx) {
       FLAGS_cpu_shm_transport = on;
       ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, std::chrono::seconds(20));
-      const int me = ctx.rank, next = (me + 1) % 3, prev = (me + 2) % 3;
+      const int me = ctx.rank;
       const uint64_t before = phi::distributed::P2PChannelBytesReceived();
       for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{1000}, int64_t{8192}}) {  // to 64 KiB
-        DenseTensor out(phi::CPUPlace(), DataType::INT64, phi::DDim({n}));
-        for (int64_t i = 0; i < n; ++i) out.data<int64_t>()[i] = me * 1000003LL + i;
-        DenseTensor in = Filled(DataType::INT64, n, -1);
-        pg.StartCoalescing();
-        pg.Send(out, next, 0, -1, false, false);
-        pg.Recv(&in, prev, 0, -1, false, false);
-        pg.EndCoalescing()->Wait();
-        for (int64_t i = 0; i < n; ++i) {
-          ASSERT_EQ(in.data<int64_t>()[i], prev * 1000003LL + i) << n << " elements, at " << i;
-        }
+        RingShiftChecked(&pg, me, 3, n);
       }
       // 64 eager messages of 32 KiB (2 MiB, 8 rings' worth) sent before the receiver looks.
       constexpr int kBurst = 64;
