@@ -11,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include "phi/core/distributed/shm_segment.h"
@@ -130,18 +131,25 @@ class UnopenedNames {
   }
   void Add(std::string name) {
     std::lock_guard<std::mutex> lk(mu_);
-    if (names_.empty()) std::atexit([] { Get().UnlinkAll(); });
-    names_.push_back(std::move(name));
+    if (!registered_) {
+      std::atexit([] { Get().UnlinkAll(); });
+      registered_ = true;
+    }
+    names_.emplace_back(getpid(), std::move(name));
   }
   void UnlinkAll() {
     std::lock_guard<std::mutex> lk(mu_);
-    for (const auto& n : names_) shm_unlink(n.c_str());  // ENOENT: opened since
+    for (const auto& n : names_) {
+      // Only this process's: a forked child inherits its parent's list.
+      if (n.first == getpid()) shm_unlink(n.second.c_str());  // ENOENT: opened since
+    }
     names_.clear();
   }
 
  private:
   std::mutex mu_;
-  std::vector<std::string> names_;
+  bool registered_ = false;
+  std::vector<std::pair<pid_t, std::string>> names_;  // (creator, name)
 };
 }  // namespace
 
