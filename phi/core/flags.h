@@ -65,9 +65,10 @@ DECLARE_int32(store_host_linger_s);
 DECLARE_int32(gloo_spin_us);
 // The ranks of a CPU (Gloo) group that all share a host exchange through a shared-memory
 // segment instead of loopback TCP (phi/core/distributed/shm_group.h). Every rank must have it
-// on; off on any rank keeps that group on the network. It also lets a large point-to-point
-// message between two such ranks move in one copy, read from the sender's memory
-// (p2p_transport_internal.h); off on either rank keeps that pair on the socket.
+// on; off on any rank keeps that group on the network. It also moves the point-to-point
+// traffic between two such ranks through a shared-memory channel (p2p_shm_channel.h), with
+// large messages read from the sender's memory (p2p_transport_internal.h); off on either rank
+// keeps that pair on the socket.
 DECLARE_bool(cpu_shm_transport);
 // The shared-memory segment's slot per rank, in KiB (0, the default: 256 KiB up to 32 ranks,
 // less beyond). Read when a group's segment is made; rank 0's value sizes it.
