@@ -442,7 +442,8 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
 
   if (coalescing_) {
     coalescing_->any_sync |= sync_op;
-    coalescing_->jobs.push_back(CoalescingState::Job{std::move(fn), task, HoldersOf(tensors), desc});
+    coalescing_->jobs.push_back(
+        CoalescingState::Job{std::move(fn), task, HoldersOf(tensors), desc});
     return task;
   }
   const bool on_lane = p2p && !use_calc_stream && place.is_cpu();
