@@ -128,10 +128,16 @@ bool P2PReactor::Progress() {
   if (!work.owns_lock()) return false;
   WorkScope scope(this);
   RunPosted();
-  epoll_event events[kPollEvents];
-  const int n = ::epoll_wait(epoll_fd_, events, kPollEvents, 0);
-  // A drained wake-up was meant for the reactor thread: run what it announced.
-  if (Dispatch(events, n)) RunPosted();
+  // With channels, a turn's messages are in them (their writers ring no doorbell while this
+  // thread polls): the sockets, which then carry only accepts, ends and others' doorbells,
+  // are looked at every 8th turn. The system call cost more than the rest of a turn (A/B,
+  // 2 ranks, 8 B: 2.55 against 2.85 us).
+  if (!polled_channels_.load(std::memory_order_relaxed) || (++progress_turns_ & 7) == 1) {
+    epoll_event events[kPollEvents];
+    const int n = ::epoll_wait(epoll_fd_, events, kPollEvents, 0);
+    // A drained wake-up was meant for the reactor thread: run what it announced.
+    if (Dispatch(events, n)) RunPosted();
+  }
   RunPollHooks();
   return true;
 }
@@ -148,6 +154,7 @@ void P2PReactor::AddPolledChannel(std::shared_ptr<ShmChannel> channel) {
   std::lock_guard<std::mutex> lk(mu_);
   channel->SetPolling(channels_marked_);
   channels_.push_back(std::move(channel));
+  polled_channels_.store(true, std::memory_order_relaxed);
 }
 
 void P2PReactor::RemovePolledChannel(const ShmChannel* channel) {
@@ -158,6 +165,7 @@ void P2PReactor::RemovePolledChannel(const ShmChannel* channel) {
       if (it->get() == channel) {
         last = std::move(*it);
         channels_.erase(it);
+        polled_channels_.store(!channels_.empty(), std::memory_order_relaxed);
         break;
       }
     }

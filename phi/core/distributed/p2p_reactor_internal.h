@@ -12,6 +12,7 @@
 // that finds nothing, a write with nothing queued): every socket is non-blocking.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -117,6 +118,8 @@ class P2PReactor : public ProgressPoller {
   std::unordered_map<uint64_t, std::function<void()>> poll_hooks_;  // the work's
   std::vector<std::shared_ptr<ShmChannel>> channels_;  // under mu_
   bool channels_marked_ = false;       // under mu_
+  std::atomic<bool> polled_channels_{false};  // channels_ is not empty
+  uint64_t progress_turns_ = 0;               // the work's: Progress calls
   uint64_t next_token_ = 1;
   bool rearm_ = false;
   std::thread thread_;
