@@ -54,18 +54,18 @@ void ShmGroup::ReducePiece(const char* in, char* out, int64_t count, DataType dt
 }
 
 void ShmGroup::AllReduce(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op) {
-  ReduceTo("allreduce", in, out, count, dtype, op, -1);
+  ReduceTo(OpKind::kAllReduce, in, out, count, dtype, op, -1);
 }
 
 void ShmGroup::Reduce(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op,
                       int root) {
-  ReduceTo("reduce", in, out, count, dtype, op, root);
+  ReduceTo(OpKind::kReduce, in, out, count, dtype, op, root);
 }
 
-void ShmGroup::ReduceTo(const char* what, const void* in, void* out, int64_t count,
+void ShmGroup::ReduceTo(OpKind kind, const void* in, void* out, int64_t count,
                         DataType dtype, ReduceOp op, int root) {
   const size_t es = SizeOf(dtype), bytes = static_cast<size_t>(count) * es;
-  BeginOp(what, bytes, root);
+  BeginOp(kind, bytes, root);
   if (bytes <= std::min(kShmGatheredAllReduceBytes, slot_bytes_)) {
     const int set = NextSet();
     Copy(Slot(set, rank_), in, bytes);
@@ -83,7 +83,7 @@ void ShmGroup::ReduceTo(const char* what, const void* in, void* out, int64_t cou
 }
 
 void ShmGroup::Broadcast(const void* in, void* out, size_t bytes, int root) {
-  BeginOp("broadcast", bytes, root);
+  BeginOp(OpKind::kBroadcast, bytes, root);
   if (rank_ == root) Copy(out, in, bytes);
   for (size_t off = 0; off < bytes; off += slot_bytes_) {
     const size_t len = std::min(slot_bytes_, bytes - off);
@@ -95,7 +95,7 @@ void ShmGroup::Broadcast(const void* in, void* out, size_t bytes, int root) {
 }
 
 void ShmGroup::AllGather(const void* in, void* out, size_t bytes) {
-  BeginOp("allgather", bytes, -1);
+  BeginOp(OpKind::kAllGather, bytes, -1);
   char* dst = static_cast<char*>(out);
   for (size_t off = 0; off < bytes; off += slot_bytes_) {
     const size_t len = std::min(slot_bytes_, bytes - off);
@@ -111,7 +111,7 @@ void ShmGroup::AllGather(const void* in, void* out, size_t bytes) {
 
 void ShmGroup::ReduceScatter(const void* in, void* out, int64_t recv_count, DataType dtype,
                              ReduceOp op) {
-  BeginOp("reducescatter", static_cast<uint64_t>(recv_count) * SizeOf(dtype), -1);
+  BeginOp(OpKind::kReduceScatter, static_cast<uint64_t>(recv_count) * SizeOf(dtype), -1);
   const int n = size_, me = rank_;
   const size_t es = SizeOf(dtype);
   const char* src_all = static_cast<const char*>(in);
@@ -138,7 +138,7 @@ void ShmGroup::ReduceScatter(const void* in, void* out, int64_t recv_count, Data
 }
 
 void ShmGroup::Gather(const void* in, void* out, size_t bytes, int root) {
-  BeginOp("gather", bytes, root);
+  BeginOp(OpKind::kGather, bytes, root);
   for (size_t off = 0; off < bytes; off += slot_bytes_) {
     const size_t len = std::min(slot_bytes_, bytes - off);
     const int set = NextSet();
@@ -153,7 +153,7 @@ void ShmGroup::Gather(const void* in, void* out, size_t bytes, int root) {
 }
 
 void ShmGroup::Scatter(const void* in, void* out, size_t bytes, int root) {
-  BeginOp("scatter", bytes, root);
+  BeginOp(OpKind::kScatter, bytes, root);
   const size_t chunk = std::max<size_t>(1, slot_bytes_ / size_);
   const char* src = static_cast<const char*>(in);
   if (rank_ == root) Copy(out, src + root * bytes, bytes);
@@ -176,7 +176,7 @@ void ShmGroup::AllToAllV(const char* in, const std::vector<size_t>& send_bytes,
                          const std::vector<size_t>& send_offsets, char* out,
                          const std::vector<size_t>& recv_bytes,
                          const std::vector<size_t>& recv_offsets) {
-  BeginOp("alltoall", 0, -1);
+  BeginOp(OpKind::kAllToAll, 0, -1);
   const int n = size_, me = rank_;
   const size_t chunk = std::max<size_t>(1, slot_bytes_ / n);
   std::vector<size_t> sent(n, 0), got(n, 0);
@@ -219,7 +219,7 @@ void ShmGroup::AllToAllV(const char* in, const std::vector<size_t>& send_bytes,
 
 const char* ShmGroup::VariableAllGather(const void* in, size_t bytes, size_t* stride,
                                         std::vector<size_t>* lengths) {
-  BeginOp("allgather (variable sizes)", 0, -1);
+  BeginOp(OpKind::kVariableAllGather, 0, -1);
   PADDLE_ENFORCE(bytes <= slot_bytes_,
                  errors::InvalidArgument("%s: %zu bytes exceed the variable all-gather's capacity "
                                          "of %zu", describe_.c_str(), bytes, slot_bytes_));

@@ -286,21 +286,12 @@ constexpr const char* kOpKinds[] = {"allreduce", "reduce",  "broadcast", "allgat
                                     "reducescatter", "gather", "scatter", "alltoall",
                                     "allgather (variable sizes)"};
 
-uint64_t Signature(const char* what, uint64_t bytes, int root) {
-  // Callers pass literals: the last one's kind is remembered by address, which spares the
-  // name comparisons on every op of a run of one kind.
-  thread_local const char* last_what = nullptr;
-  thread_local uint64_t last_kind = 0;
-  uint64_t kind = 0;
-  if (what == last_what) {
-    kind = last_kind;
-  } else {
-    for (size_t k = 0; k < sizeof(kOpKinds) / sizeof(kOpKinds[0]); ++k) {
-      if (std::strcmp(kOpKinds[k], what) == 0) kind = k + 1;
-    }
-    last_what = what;
-    last_kind = kind;
-  }
+static_assert(sizeof(kOpKinds) / sizeof(kOpKinds[0]) ==
+                  static_cast<size_t>(ShmGroup::OpKind::kVariableAllGather) + 1,
+              "a name per kind");
+
+uint64_t Signature(ShmGroup::OpKind op, uint64_t bytes, int root) {
+  const uint64_t kind = static_cast<uint64_t>(op) + 1;
   return kind << 56 | (static_cast<uint64_t>(root + 1) & 0xffff) << 40 |
          (bytes & ((uint64_t{1} << 40) - 1));
 }
@@ -314,9 +305,9 @@ std::string DescribeSignature(uint64_t sig) {
 }
 }  // namespace
 
-void ShmGroup::BeginOp(const char* what, uint64_t bytes, int root) {
-  what_ = what;
-  signature_ = Signature(what, bytes, root);
+void ShmGroup::BeginOp(OpKind op, uint64_t bytes, int root) {
+  what_ = kOpKinds[static_cast<size_t>(op)];
+  signature_ = Signature(op, bytes, root);
   signature_pending_ = true;
   // The deadline is taken when the op first blocks (WaitFor): a small op that never blocks
   // reads no clock. It is then later than the op's start by the spins before, a few

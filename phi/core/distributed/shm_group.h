@@ -97,13 +97,18 @@ class ShmGroup {
   // The deadline of the ops that begin from now on (set_timeout). Any thread.
   void SetTimeout(std::chrono::milliseconds timeout) { timeout_.store(timeout); }
 
+  // The collectives, as BeginOp and the signatures name them.
+  enum class OpKind : uint8_t {
+    kAllReduce, kReduce, kBroadcast, kAllGather, kReduceScatter, kGather, kScatter, kAllToAll,
+    kVariableAllGather
+  };
   // The op the following steps belong to, and its deadline (the group's timeout from the
   // op's first blocked wait):
-  // named in every error. Its signature (`what`, `bytes`, `root`; pass 0 and -1 where ranks
+  // named in every error. Its signature (`op`, `bytes`, `root`; pass 0 and -1 where ranks
   // legitimately differ) travels with the op's first step and is compared there: calls that
   // differ (possible with FLAGS_collective_check other than in_band) raise InvalidArgument on every
   // rank at the same step, leaving the group usable, instead of desynchronising it.
-  void BeginOp(const char* what, uint64_t bytes, int root);
+  void BeginOp(OpKind op, uint64_t bytes, int root);
 
   // The segment's header and per-rank control block (layouts in shm_group.cc).
   struct Header;
@@ -129,7 +134,7 @@ class ShmGroup {
   void WakeAll();
 
   // AllReduce (`root` < 0: every rank gets the result) and Reduce.
-  void ReduceTo(const char* what, const void* in, void* out, int64_t count, DataType dtype,
+  void ReduceTo(OpKind kind, const void* in, void* out, int64_t count, DataType dtype,
                 ReduceOp op, int root);
   // A large all-reduce's piece (a use of two steps); `root` as in ReduceTo.
   void ReducePiece(const char* in, char* out, int64_t count, DataType dtype, ReduceOp op,
