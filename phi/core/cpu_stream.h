@@ -27,8 +27,8 @@ struct CpuStreamProgress {
 class CpuEvent : public Event {
  public:
   // One shared event that is complete: the end of work that ran before its issuer returned
-  // (Stream::RunIfIdle). Never recorded; shared by everyone that needs such an end.
-  // Must not be recorded.
+  // (Stream::RunIfIdle), shared by everyone that needs such an end. It must never be
+  // recorded.
   static const std::shared_ptr<Event>& Completed();
 
   void Record(Stream* stream) override;

@@ -74,13 +74,16 @@ ssize_t EndpointState::SendBytes(Conn* c, const iovec* iov, int n) {
 
 ssize_t EndpointState::RecvBytes(Conn* c, char* buf, size_t len) {
   if (!c->shm) return ::recv(c->fd, buf, len, MSG_DONTWAIT);
-  for (;;) {
+  auto from_ring = [&] {  // what the ring holds, counted; a writer waiting for room is rung
     const size_t n = c->shm->Read(buf, len);
     if (n > 0) {
       channel_bytes_received.fetch_add(n, std::memory_order_relaxed);
       if (c->shm->WriterNeedsDoorbell()) Doorbell(c);
-      return static_cast<ssize_t>(n);
     }
+    return static_cast<ssize_t>(n);
+  };
+  for (;;) {
+    if (const ssize_t n = from_ring()) return n;
     if (!c->socket_readable) {
       errno = EAGAIN;
       return -1;
@@ -96,11 +99,7 @@ ssize_t EndpointState::RecvBytes(Conn* c, char* buf, size_t len) {
     }
     // The peer closed or failed: what it wrote before is in the ring, read to its end first
     // (its writes came before its close).
-    const size_t last = c->shm->Read(buf, len);
-    if (last > 0) {
-      channel_bytes_received.fetch_add(last, std::memory_order_relaxed);
-      return static_cast<ssize_t>(last);
-    }
+    if (const ssize_t last = from_ring()) return last;
     return r;
   }
 }

@@ -189,8 +189,10 @@ void P2PReactor::RemovePollHook(uint64_t id) { poll_hooks_.erase(id); }
 
 void P2PReactor::RunPollHooks() {
   if (poll_hooks_.empty()) return;
-  std::vector<uint64_t> ids;  // a hook may remove hooks (an endpoint that closes)
-  ids.reserve(poll_hooks_.size());
+  // A hook may remove hooks (an endpoint that closes): the ids first, in a buffer kept across
+  // turns (a spinning waiter runs this on every turn; the work never runs it nested).
+  std::vector<uint64_t>& ids = hook_ids_;
+  ids.clear();
   for (const auto& kv : poll_hooks_) ids.push_back(kv.first);
   for (uint64_t id : ids) {
     auto it = poll_hooks_.find(id);

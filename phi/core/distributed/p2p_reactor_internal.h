@@ -116,6 +116,7 @@ class P2PReactor : public ProgressPoller {
   std::unordered_map<uint64_t, Watched> watched_;  // the work's
   std::unordered_map<uint64_t, Timer> timers_;     // the work's
   std::unordered_map<uint64_t, std::function<void()>> poll_hooks_;  // the work's
+  std::vector<uint64_t> hook_ids_;  // the work's: RunPollHooks's scratch
   std::vector<std::shared_ptr<ShmChannel>> channels_;  // under mu_
   bool channels_marked_ = false;       // under mu_
   std::atomic<bool> polled_channels_{false};  // channels_ is not empty

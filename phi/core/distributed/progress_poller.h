@@ -1,5 +1,4 @@
-// ProgressPoller: what a thread about to wait for an engine's posted ops can do instead of
-// sleeping until the engine's own thread completes them (comm_context.h, P2PPoller).
+// ProgressPoller and SpinServing (comm_context.h, P2PPoller).
 #pragma once
 
 #include "phi/core/distributed/spin_policy.h"
