@@ -117,6 +117,7 @@ void ProcessGroupWithStream::ShutdownStreams() {
   {
     std::lock_guard<std::mutex> lk(mu_);
     doomed.swap(comm_stream_contexts_);
+    cpu_comm_context_.store(nullptr);
     lanes.swap(p2p_lanes_);
     pending_p2p_.clear();
   }
@@ -202,12 +203,16 @@ const std::shared_ptr<const std::string>& ProcessGroupWithStream::DescribePtr() 
 bool ProcessGroupWithStream::BlockingWait() const { return FLAGS_comm_blocking_wait; }
 
 phi::DeviceContext* ProcessGroupWithStream::CommStreamContext(const phi::Place& place) const {
+  if (place.is_cpu()) {  // every CPU op asks: no lock once it exists
+    if (phi::DeviceContext* c = cpu_comm_context_.load(std::memory_order_acquire)) return c;
+  }
   std::lock_guard<std::mutex> lk(mu_);
   auto& slot = comm_stream_contexts_[place];
   if (!slot) {
     slot = phi::CreateCommStreamContext(
         place, GetBackendName() + "-comm-g" + std::to_string(GetGid()), HighPriorityCommStream());
   }
+  if (place.is_cpu()) cpu_comm_context_.store(slot.get(), std::memory_order_release);
   return slot.get();
 }
 
@@ -272,9 +277,14 @@ struct OpJob {
   bool check;
   int gid;
   std::shared_ptr<phi::distributed::Store> store;
+  bool on_issuing_thread = false;  // run by RunIfIdle from Run: it starts as it is issued
 
   void operator()() const {
-    state->MarkStarted();
+    if (on_issuing_thread) {
+      state->MarkStartedAtIssue();
+    } else {
+      state->MarkStarted();
+    }
     try {
       if (check) {
         CheckAgreement(comm, stream, MakeAgreementRecord(desc), *group, gid, store.get());
@@ -367,7 +377,7 @@ std::vector<std::shared_ptr<phi::Event>> ProcessGroupWithStream::OrderLocked(
 
 // The allocations an op's stream uses until its end (recorded on the stream by the task).
 static std::vector<std::shared_ptr<phi::Allocation>> HoldersOf(
-    const std::vector<const DenseTensor*>& tensors) {
+    const TensorRefs& tensors) {
   std::vector<std::shared_ptr<phi::Allocation>> holders;
   holders.reserve(tensors.size());
   for (const DenseTensor* t : tensors) {
@@ -382,7 +392,7 @@ bool ProcessGroupWithStream::AgreesInBand(const phi::Place& place) const {
 }
 
 ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place& place,
-                                                  std::vector<const DenseTensor*> tensors,
+                                                  const TensorRefs& tensors,
                                                   CommFn fn, bool sync_op,
                                                   bool use_calc_stream, PostFn post) {
   CheckPlace(place);
@@ -436,6 +446,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
   } else {
     desc.seq = ++seq_;
   }
+  ops_issued_.store(seq_ + p2p_seq_, std::memory_order_relaxed);
   desc.name = CommNameScope::Current();
   auto task = NewTask(desc, sync_op, calc);
   VLOG(3) << Describe() << " issue " << (VLOG_IS_ON(3) ? desc.ToString() : "");
@@ -482,10 +493,14 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
   // idle stream with nothing to wait for, the op runs here and has ended when RunIfIdle
   // returns, so there is no job to allocate, no event to record and no memory to record as
   // in use. Only CPU streams run work inline; their completed event stands for the end.
-  if (sync_op && !use_calc_stream && waits.empty() && stream->RunIfIdle([&job] { job(); })) {
-    task->Issue(phi::CpuEvent::Completed(), stream, {});
-    task->Wait(timeout_.load());
-    return task;
+  if (sync_op && !use_calc_stream && waits.empty()) {
+    job.on_issuing_thread = true;
+    if (stream->RunIfIdle([&job] { job(); })) {
+      task->Issue(phi::CpuEvent::Completed(), stream, {});
+      task->Wait(timeout_.load());
+      return task;
+    }
+    job.on_issuing_thread = false;  // it goes to the stream's thread
   }
   std::vector<std::shared_ptr<phi::Allocation>> holders = HoldersOf(tensors);
   for (const auto& e : waits) stream->WaitEvent(*e);
@@ -503,8 +518,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
 }
 
 uint64_t ProcessGroupWithStream::OpsIssued() const {
-  std::lock_guard<std::mutex> lk(mu_);
-  return seq_ + p2p_seq_;
+  return ops_issued_.load(std::memory_order_relaxed);
 }
 
 void ProcessGroupWithStream::AfterFailedIssue(CommType type, uint64_t before,
@@ -550,9 +564,8 @@ void ProcessGroupWithStream::NotifyLocalFailure(CommType type, const std::string
 }
 
 bool ProcessGroupWithStream::UseFusedAllReduce(const phi::Place& place) const {
-  if (!AgreesInBand(place)) return false;
-  std::lock_guard<std::mutex> lk(mu_);
-  return coalescing_ == nullptr;  // a coalesced group fuses its all-reduces its own way
+  // A coalesced group fuses its all-reduces its own way.
+  return AgreesInBand(place) && !coalescing_now_.load(std::memory_order_relaxed);
 }
 
 void ProcessGroupWithStream::StartCoalescing() {
@@ -562,6 +575,7 @@ void ProcessGroupWithStream::StartCoalescing() {
                      "%s: StartCoalescing() called twice without EndCoalescing().",
                      Describe().c_str()));
   coalescing_ = std::make_unique<CoalescingState>();
+  coalescing_now_.store(true, std::memory_order_relaxed);
 }
 
 ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
@@ -574,6 +588,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
                        "%s: EndCoalescing() called without StartCoalescing().",
                        Describe().c_str()));
     c = std::move(coalescing_);
+    coalescing_now_.store(false, std::memory_order_relaxed);
     // A group of sends and receives only (batch_isend_irecv) is point-to-point traffic.
     const bool only_p2p =
         !c->jobs.empty() && std::all_of(c->jobs.begin(), c->jobs.end(), [](const auto& j) {
@@ -585,6 +600,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
     } else {
       seq = ++seq_;
     }
+    ops_issued_.store(seq_ + p2p_seq_, std::memory_order_relaxed);
   }
   OpDesc desc;
   desc.type = CommType::COALESCED;

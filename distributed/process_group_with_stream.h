@@ -8,9 +8,11 @@
 // ProcessGroupNCCL) only says how to create its CommContext and what its places are.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,6 +36,36 @@ struct OpDesc;
 struct TaskState;
 struct CoalescingState;
 class WatchTarget;
+
+// The tensors an op uses (their memory is recorded on its stream until the op ends), as Run
+// takes them: a braced list of up to kInline is kept inline and a vector is referred to, so
+// that issuing an op allocates no list.
+class TensorRefs {
+ public:
+  static constexpr size_t kInline = 4;
+  TensorRefs() = default;
+  TensorRefs(std::initializer_list<const DenseTensor*> l) {  // NOLINT: Run's braced lists
+    if (l.size() <= kInline) {
+      std::copy(l.begin(), l.end(), inline_);
+      size_ = l.size();
+    } else {
+      more_.assign(l.begin(), l.end());
+      list_ = &more_;
+    }
+  }
+  TensorRefs(const std::vector<const DenseTensor*>& v) : list_(&v) {}  // NOLINT: as above
+  TensorRefs(const TensorRefs&) = delete;
+  TensorRefs& operator=(const TensorRefs&) = delete;
+  const DenseTensor* const* begin() const { return list_ ? list_->data() : inline_; }
+  const DenseTensor* const* end() const { return begin() + size(); }
+  size_t size() const { return list_ ? list_->size() : size_; }
+
+ private:
+  const DenseTensor* inline_[kInline] = {};
+  size_t size_ = 0;
+  const std::vector<const DenseTensor*>* list_ = nullptr;
+  std::vector<const DenseTensor*> more_;
+};
 
 class ProcessGroupWithStream : public ProcessGroup {
  public:
@@ -139,7 +171,7 @@ class ProcessGroupWithStream : public ProcessGroup {
   // `post`, given for a send or receive: how to post it where the communicator posts
   // point-to-point ops (CPU places, not coalescing, not on the calc stream); it then runs
   // on the comm stream without blocking, and the op ends when the engine's callback says.
-  TaskPtr Run(OpDesc desc, const phi::Place& place, std::vector<const DenseTensor*> tensors,
+  TaskPtr Run(OpDesc desc, const phi::Place& place, const TensorRefs& tensors,
               CommFn fn, bool sync_op, bool use_calc_stream, PostFn post = nullptr);
   // Runs `body` (an op's checks, then Run). When the checks fail on this rank before the op
   // took a sequence number, the other ranks are told through the agreement check (they
@@ -189,6 +221,13 @@ class ProcessGroupWithStream : public ProcessGroup {
   mutable std::mutex mu_;
   uint64_t seq_ = 0;      // collectives issued (OpDesc::seq)
   uint64_t p2p_seq_ = 0;  // point-to-point ops issued (OpDesc::p2p_seq)
+  // Lock-free copies for the issuing thread's own questions (OpsIssued, UseFusedAllReduce):
+  // every op asks them, and another thread's issue in between is a race the caller has
+  // anyway. Written under mu_ with what they copy.
+  std::atomic<uint64_t> ops_issued_{0};  // seq_ + p2p_seq_
+  std::atomic<bool> coalescing_now_{false};  // coalescing_ != nullptr
+  // The CPU place's comm stream context, once created (comm_stream_contexts_ owns it).
+  mutable std::atomic<phi::DeviceContext*> cpu_comm_context_{nullptr};
   // Each place's comm stream (as a DeviceContext), created on first use.
   mutable std::map<phi::Place, std::unique_ptr<phi::DeviceContext>> comm_stream_contexts_;
   std::map<std::tuple<int, int, int>, std::shared_ptr<phi::Stream>> p2p_lanes_;

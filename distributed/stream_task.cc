@@ -36,6 +36,7 @@ void TaskState::SetError(std::exception_ptr e) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (!error_) error_ = e;
+    has_error_.store(true, std::memory_order_release);
   }
   MarkFinished(TaskStatus::kFailed);
 }
@@ -52,6 +53,7 @@ void TaskState::NoteFailure(std::string text) {
 }
 
 std::exception_ptr TaskState::error() const {
+  if (!has_error_.load(std::memory_order_acquire)) return nullptr;
   std::lock_guard<std::mutex> lk(mu_);
   return error_;
 }
@@ -61,6 +63,11 @@ void TaskState::MarkStarted() {
                 std::chrono::steady_clock::now() - issued_at)
                 .count();
   started_us.store(us > 0 ? us : 1);
+  status.store(TaskStatus::kStarted);
+}
+
+void TaskState::MarkStartedAtIssue() {
+  started_us.store(1);  // what MarkStarted stores within a microsecond of the issue
   status.store(TaskStatus::kStarted);
 }
 
@@ -87,12 +94,14 @@ StreamTask::StreamTask(int rank, OpDesc desc, bool sync_op,
 
 void StreamTask::Issue(std::shared_ptr<phi::Event> end_event, phi::Stream* stream,
                        const std::vector<std::shared_ptr<phi::Allocation>>& holders) {
+  end_event_ = std::move(end_event);  // before the task is anyone else's
+  if (holders.empty()) return;  // a sync op run inline: nothing in use after it
   std::lock_guard<std::mutex> lk(records_mu_);
-  end_event_ = std::move(end_event);
   for (const auto& h : holders) {
     auto r = phi::memory::RecordStream(h, stream);
     if (r.token != 0) records_.push_back(HolderRecord{h, r});
   }
+  if (!records_.empty()) has_records_.store(true, std::memory_order_release);
 }
 
 void StreamTask::CheckIssued() const {
@@ -191,6 +200,7 @@ void StreamTask::Synchronize() {
 }
 
 void StreamTask::EraseOwnRecords() {
+  if (!has_records_.load(std::memory_order_acquire)) return;  // the common sync op: none
   std::vector<HolderRecord> mine;
   {
     std::lock_guard<std::mutex> lk(records_mu_);

@@ -73,6 +73,8 @@ struct TaskState {
   ~TaskState();
 
   void MarkStarted();
+  // Started as it was issued (a sync op run on the issuing thread): no clock read.
+  void MarkStartedAtIssue();
   void SetError(std::exception_ptr e);
   // What to log about this op's failure if no caller ever hears of it: a failure that a
   // Wait raises reaches the program as an exception and is not logged as well, so a
@@ -84,6 +86,7 @@ struct TaskState {
  private:
   mutable std::mutex mu_;
   std::exception_ptr error_;
+  std::atomic<bool> has_error_{false};  // error() asks after every op: no lock without one
   std::string failure_note_;
 };
 
@@ -149,6 +152,7 @@ class StreamTask : public ProcessGroup::Task {
   std::shared_ptr<phi::distributed::ProgressPoller> poller_;
   std::mutex records_mu_;
   std::vector<HolderRecord> records_;
+  std::atomic<bool> has_records_{false};  // Issue recorded some (EraseOwnRecords skips the lock)
 };
 
 }  // namespace distributed

@@ -28,11 +28,15 @@ DeviceContextPool& DeviceContextPool::Instance() {
 }
 
 DeviceContext* DeviceContextPool::Get(const Place& place) {
+  if (place.is_cpu()) {
+    if (DeviceContext* c = cpu_.load(std::memory_order_acquire)) return c;
+  }
   std::lock_guard<std::mutex> lk(mu_);
   auto& slot = contexts_[place];
   if (!slot) {
     if (place.is_cpu()) {
       slot = std::make_unique<CPUContext>();
+      cpu_.store(slot.get(), std::memory_order_release);
     } else {
 #ifdef PADDLE_WITH_CUDA
       slot = CreateGPUContext(place.GetDeviceId());

@@ -2,6 +2,7 @@
 // place (the stream framework compute runs on); process groups own their comm contexts.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,6 +51,9 @@ class DeviceContextPool {
  private:
   std::mutex mu_;
   std::map<Place, std::unique_ptr<DeviceContext>> contexts_;
+  // The CPU context once created: every CPU op asks for it, without the lock (contexts are
+  // never destroyed).
+  std::atomic<DeviceContext*> cpu_{nullptr};
 };
 
 #ifdef PADDLE_WITH_CUDA

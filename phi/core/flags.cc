@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <glog/logging.h>
@@ -48,12 +49,14 @@ DEFINE_int32(max_pending_stream_frees, 4096,
 namespace phi {
 
 CollectiveCheck CollectiveCheckMode() {
-  const std::string& v = FLAGS_collective_check;
-  if (v == "in_band") return CollectiveCheck::kInBand;
-  if (v == "store") return CollectiveCheck::kStore;
-  if (v == "off") return CollectiveCheck::kOff;
+  // Asked by every CPU op: string_view compares sizes before bytes.
+  const std::string_view v = FLAGS_collective_check;
+  if (v == std::string_view("in_band")) return CollectiveCheck::kInBand;
+  if (v == std::string_view("store")) return CollectiveCheck::kStore;
+  if (v == std::string_view("off")) return CollectiveCheck::kOff;
   PADDLE_THROW(errors::InvalidArgument(
-      "FLAGS_collective_check='%s': expected 'in_band', 'store' or 'off'.", v.c_str()));
+      "FLAGS_collective_check='%s': expected 'in_band', 'store' or 'off'.",
+      FLAGS_collective_check.c_str()));
 }
 
 int SetFlagsFromEnv() {

@@ -65,6 +65,7 @@ SizePlan PlanSize(const OpInfo& op, int64_t requested_bytes, size_t elem_size, i
 BenchOp::BenchOp(const OpInfo& info, const BenchOptions& opts, ProcessGroup* pg,
                  phi::Place place)
     : info_(info),
+      kind_(KindOf(info.name)),
       opts_(opts),
       pg_(pg),
       place_(place),
@@ -108,10 +109,22 @@ void BenchOp::Fill(OpBuffers* b, const SizePlan&) const {
   }
 }
 
-std::vector<ProcessGroup::TaskPtr> BenchOp::Issue(OpBuffers* b, bool sync_op) const {
-  const std::string& op = info_.name;
+BenchOp::Kind BenchOp::KindOf(const std::string& name) {
+  static const std::pair<const char*, Kind> kKinds[] = {
+      {"allreduce", Kind::kAllReduce}, {"allgather", Kind::kAllGather},
+      {"reducescatter", Kind::kReduceScatter}, {"broadcast", Kind::kBroadcast},
+      {"reduce", Kind::kReduce}, {"alltoall", Kind::kAllToAll}, {"gather", Kind::kGather},
+      {"scatter", Kind::kScatter}, {"sendrecv", Kind::kSendRecv},
+      {"isendrecv", Kind::kISendRecv}};
+  for (const auto& k : kKinds) {
+    if (name == k.first) return k.second;
+  }
+  PADDLE_THROW(phi::errors::InvalidArgument("comm_bench: no op named '%s'", name.c_str()));
+}
+
+BenchOp::Tasks BenchOp::Issue(OpBuffers* b, bool sync_op) const {
   const int next = (rank_ + 1) % world_, prev = (rank_ - 1 + world_) % world_;
-  if (op == "isendrecv") {
+  if (kind_ == Kind::kISendRecv) {
     // The same ring shift as two ungrouped ops (irecv, then isend): the point-to-point lanes'
     // path, where sendrecv measures a group's. Both tasks are the caller's to wait: the
     // input is the send's until its own task ends, whatever the receive's says.
@@ -123,24 +136,29 @@ std::vector<ProcessGroup::TaskPtr> BenchOp::Issue(OpBuffers* b, bool sync_op) co
     }
     return {recv, send};
   }
-  return {IssueOne(b, sync_op, next, prev)};
+  return {IssueOne(b, sync_op, next, prev), nullptr};
 }
 
 ProcessGroup::TaskPtr BenchOp::IssueOne(OpBuffers* b, bool sync_op, int next, int prev) const {
-  const std::string& op = info_.name;
   const int root = opts_.root;
   DenseTensor& in = b->input;
   DenseTensor* out = &b->output;
-  if (op == "allreduce") return pg_->AllReduce(out, in, AllreduceOptions{opts_.redop, 1.0}, sync_op);
-  if (op == "allgather") return pg_->AllGather(out, in, sync_op);
-  if (op == "reducescatter") {
-    return pg_->ReduceScatter(out, in, ReduceScatterOptions{opts_.redop, 1.0}, sync_op);
+  switch (kind_) {
+    case Kind::kAllReduce:
+      return pg_->AllReduce(out, in, AllreduceOptions{opts_.redop, 1.0}, sync_op);
+    case Kind::kAllGather: return pg_->AllGather(out, in, sync_op);
+    case Kind::kReduceScatter:
+      return pg_->ReduceScatter(out, in, ReduceScatterOptions{opts_.redop, 1.0}, sync_op);
+    case Kind::kBroadcast: return pg_->Broadcast(out, in, BroadcastOptions{root, 0}, sync_op);
+    case Kind::kReduce:
+      return pg_->Reduce(out, in, ReduceOptions{opts_.redop, 1.0, root}, sync_op);
+    case Kind::kAllToAll: return pg_->AllToAll(out, in, {}, {}, sync_op);
+    case Kind::kGather: return pg_->Gather(out, in, GatherOptions{root}, sync_op);
+    case Kind::kScatter: return pg_->Scatter(out, in, ScatterOptions{root}, sync_op);
+    case Kind::kSendRecv:
+    case Kind::kISendRecv:
+      break;
   }
-  if (op == "broadcast") return pg_->Broadcast(out, in, BroadcastOptions{root, 0}, sync_op);
-  if (op == "reduce") return pg_->Reduce(out, in, ReduceOptions{opts_.redop, 1.0, root}, sync_op);
-  if (op == "alltoall") return pg_->AllToAll(out, in, {}, {}, sync_op);
-  if (op == "gather") return pg_->Gather(out, in, GatherOptions{root}, sync_op);
-  if (op == "scatter") return pg_->Scatter(out, in, ScatterOptions{root}, sync_op);
   // sendrecv: a ring shift, as one group so the crossing send and receive never block.
   pg_->StartCoalescing();
   try {

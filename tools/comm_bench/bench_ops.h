@@ -2,6 +2,7 @@
 // for out-of-place and in-place runs, the call itself and what its output must hold.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,16 +56,28 @@ class BenchOp {
   OpBuffers MakeBuffers(const SizePlan& plan, bool in_place) const;
   // Writes this rank's input values.
   void Fill(OpBuffers* b, const SizePlan& plan) const;
+  // The tasks of one issue: one, or two for isendrecv (its receive's and its send's); the
+  // other is null. A fixed pair, not a vector: what is timed is the group's call, not an
+  // allocation of the benchmark's.
+  using Tasks = std::array<ProcessGroup::TaskPtr, 2>;
   // Issues the op once; sync_op as the options say. Every task it returns must be waited
-  // before the buffers are touched again (isendrecv returns its receive's and its send's).
-  std::vector<ProcessGroup::TaskPtr> Issue(OpBuffers* b, bool sync_op) const;
+  // before the buffers are touched again.
+  Tasks Issue(OpBuffers* b, bool sync_op) const;
   // Wrong output elements on this rank (0 where this rank has no output to check).
   int64_t Check(const OpBuffers& b, const SizePlan& plan) const;
 
  private:
   ProcessGroup::TaskPtr IssueOne(OpBuffers* b, bool sync_op, int next, int prev) const;
 
+  // The op, resolved from its name once (Issue runs in the timed loop).
+  enum class Kind {
+    kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAllToAll, kGather, kScatter,
+    kSendRecv, kISendRecv
+  };
+  static Kind KindOf(const std::string& name);
+
   const OpInfo& info_;
+  Kind kind_;
   const BenchOptions& opts_;
   ProcessGroup* pg_;
   phi::Place place_;

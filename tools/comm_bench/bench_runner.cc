@@ -140,7 +140,7 @@ void Runner::TimeOp(const BenchOp& op, OpBuffers* b, int iters, std::vector<doub
       auto t0 = Clock::now();
       // A device op is done when its stream is.
       for (auto& t : op.Issue(b, true)) {
-        if (!place_.is_cpu()) t->Synchronize();
+        if (t && !place_.is_cpu()) t->Synchronize();
       }
       auto t1 = Clock::now();
       if (samples != nullptr) samples->push_back(Us(t0, t1));
@@ -149,7 +149,9 @@ void Runner::TimeOp(const BenchOp& op, OpBuffers* b, int iters, std::vector<doub
   }
   auto t0 = Clock::now();
   for (int i = 0; i < iters; ++i) {
-    for (auto& t : op.Issue(b, false)) tasks.push_back(std::move(t));
+    for (auto& t : op.Issue(b, false)) {
+      if (t) tasks.push_back(std::move(t));
+    }
   }
   WaitAll(tasks);
   auto t1 = Clock::now();
@@ -204,7 +206,11 @@ Half Runner::RunHalf(const BenchOp* op, const OpInfo& info, const SizePlan& plan
   }
   if (opts_.check && op != nullptr) {
     op->Fill(&b, plan);  // in-place runs overwrote the input
-    WaitAll(op->Issue(&b, opts_.sync));
+    std::vector<ProcessGroup::TaskPtr> tasks;
+    for (auto& t : op->Issue(&b, opts_.sync)) {
+      if (t) tasks.push_back(std::move(t));
+    }
+    WaitAll(tasks);
     const double wrong = static_cast<double>(op->Check(b, plan));
     h.wrong = static_cast<int64_t>(sync_->SumOverRanks(wrong));
   }

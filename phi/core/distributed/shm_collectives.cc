@@ -1,8 +1,11 @@
 // The collectives of ShmGroup, made of steps (shm_group.h): a rank writes its slot, announces
 // the step, waits for every rank, then reads the others' slots straight from the segment.
 //
-// Reductions: a small all-reduce (<= kShmGatheredAllReduceBytes, allreduce_plan.h) is one step: every rank copies
-// its input in, then reduces all the slots in rank order. A larger one goes in pieces of one
+// Small data (<= kInlineBytes) travels in the cells, with the announcement; larger data in
+// the slots.
+//
+// Reductions: a small all-reduce (<= kShmGatheredAllReduceBytes, allreduce_plan.h) is one
+// step: every rank copies its input in, then reduces all the cells or slots in rank order. A larger one goes in pieces of one
 // slot per rank: rank r reduces slice r of the piece from every rank's slot, in rank order, into
 // its own slot (step 1), and every rank copies all the slices out (step 2). Either way each
 // element is reduced by one sequence (((x0 op x1) op x2) ...): the same bits on every rank,
@@ -68,10 +71,13 @@ void ShmGroup::ReduceTo(OpKind kind, const void* in, void* out, int64_t count,
   BeginOp(kind, bytes, root);
   if (bytes <= std::min(kShmGatheredAllReduceBytes, slot_bytes_)) {
     const int set = NextSet();
-    Copy(Slot(set, rank_), in, bytes);
+    const bool inline_data = bytes <= kInlineBytes;
+    char* mine = inline_data ? CellOf(set, rank_)->data : Slot(set, rank_);
+    Copy(mine, in, bytes);
     Step();
     if (root < 0 || rank_ == root) {
-      CpuAllReduceGathered(dtype, op, Slot(set, 0), slot_bytes_, size_, count, out);
+      CpuAllReduceGathered(dtype, op, inline_data ? CellOf(set, 0)->data : Slot(set, 0),
+                           inline_data ? cell_stride_ : slot_bytes_, size_, count, out);
     }
     return;
   }
@@ -85,6 +91,13 @@ void ShmGroup::ReduceTo(OpKind kind, const void* in, void* out, int64_t count,
 void ShmGroup::Broadcast(const void* in, void* out, size_t bytes, int root) {
   BeginOp(OpKind::kBroadcast, bytes, root);
   if (rank_ == root) Copy(out, in, bytes);
+  if (bytes > 0 && bytes <= kInlineBytes) {
+    const int set = NextSet();
+    if (rank_ == root) Copy(CellOf(set, root)->data, in, bytes);
+    Step();
+    if (rank_ != root) Copy(out, CellOf(set, root)->data, bytes);
+    return;
+  }
   for (size_t off = 0; off < bytes; off += slot_bytes_) {
     const size_t len = std::min(slot_bytes_, bytes - off);
     const int set = NextSet();
@@ -97,6 +110,15 @@ void ShmGroup::Broadcast(const void* in, void* out, size_t bytes, int root) {
 void ShmGroup::AllGather(const void* in, void* out, size_t bytes) {
   BeginOp(OpKind::kAllGather, bytes, -1);
   char* dst = static_cast<char*>(out);
+  if (bytes > 0 && bytes <= kInlineBytes) {
+    const int set = NextSet();
+    Copy(CellOf(set, rank_)->data, in, bytes);
+    Step();
+    for (int j = 0; j < size_; ++j) {
+      Copy(dst + j * bytes, j == rank_ ? in : CellOf(set, j)->data, bytes);
+    }
+    return;
+  }
   for (size_t off = 0; off < bytes; off += slot_bytes_) {
     const size_t len = std::min(slot_bytes_, bytes - off);
     const int set = NextSet();
@@ -224,15 +246,35 @@ const char* ShmGroup::VariableAllGather(const void* in, size_t bytes, size_t* st
                  errors::InvalidArgument("%s: %zu bytes exceed the variable all-gather's capacity "
                                          "of %zu", describe_.c_str(), bytes, slot_bytes_));
   const int set = NextSet();
-  Copy(Slot(set, rank_), in, bytes);
-  Meta(set, rank_)[0] = bytes;
+  Cell* mine = CellOf(set, rank_);
+  Copy(bytes <= kInlineBytes ? mine->data : Slot(set, rank_), in, bytes);
+  mine->bytes = static_cast<uint32_t>(bytes);
   Step();
   lengths->resize(static_cast<size_t>(size_));
+  size_t inline_blocks = 0, longest = 0;
   for (int j = 0; j < size_; ++j) {
-    (*lengths)[static_cast<size_t>(j)] = std::min<size_t>(Meta(set, j)[0], slot_bytes_);
+    const size_t len = std::min<size_t>(CellOf(set, j)->bytes, slot_bytes_);
+    (*lengths)[static_cast<size_t>(j)] = len;
+    inline_blocks += len <= kInlineBytes ? 1 : 0;
+    longest = std::max(longest, len);
   }
-  *stride = slot_bytes_;
-  return Slot(set, 0);
+  auto block = [&](int j) -> const char* {
+    return (*lengths)[static_cast<size_t>(j)] <= kInlineBytes ? CellOf(set, j)->data
+                                                              : Slot(set, j);
+  };
+  if (inline_blocks == static_cast<size_t>(size_) || inline_blocks == 0) {
+    *stride = inline_blocks > 0 ? cell_stride_ : slot_bytes_;
+    return block(0);
+  }
+  // Some blocks in cells, some in slots (ranks that disagree on their sizes: the caller
+  // raises on it): one stride over a copy.
+  *stride = longest;
+  mixed_.resize(longest * static_cast<size_t>(size_));
+  for (int j = 0; j < size_; ++j) {
+    Copy(mixed_.data() + static_cast<size_t>(j) * longest, block(j),
+         (*lengths)[static_cast<size_t>(j)]);
+  }
+  return mixed_.data();
 }
 
 }  // namespace distributed

@@ -30,7 +30,7 @@ namespace phi {
 namespace distributed {
 
 // ------------------------------------------------------------------ the segment's layout
-constexpr uint64_t kMagic = 0x706c73686d763031;  // "plshmv01"
+constexpr uint64_t kMagic = 0x706c73686d763032;  // "plshmv02"
 constexpr size_t kPage = 4096;
 constexpr size_t kLine = 64;
 // How often a rank blocked on a step checks that the ranks it waits for are alive: a rank
@@ -58,15 +58,20 @@ struct alignas(kLine) ShmGroup::Control {
   int32_t pid;
 };
 static_assert(sizeof(ShmGroup::Control) == kLine, "one cache line per rank");
+static_assert(sizeof(ShmGroup::Cell) == kLine, "a cell is one cache line");
 
 namespace {
 size_t RoundUp(size_t v, size_t to) { return (v + to - 1) / to * to; }
 
 size_t ControlOffset() { return kPage; }
-size_t MetaOffset(int n) { return ControlOffset() + RoundUp(n * kLine, kPage); }
-// Per rank and set: a word per peer (lengths), one for "more to come", one for the signature.
-size_t MetaStride(int n) { return RoundUp((static_cast<size_t>(n) + 2) * sizeof(uint64_t), kLine); }
-size_t SlotOffset(int n) { return MetaOffset(n) + RoundUp(2 * n * MetaStride(n), kPage); }
+size_t CellOffset(int n) { return ControlOffset() + RoundUp(n * kLine, kPage); }
+// Per rank and set: the cell's line, then a word per peer (lengths) and one for "more to
+// come". Two lines at least: the adjacent-line prefetcher fetches lines in aligned pairs, and
+// a pair shared by two ranks' cells would bounce between their cores.
+size_t CellStride(int n) {
+  return RoundUp(kLine + (static_cast<size_t>(n) + 1) * sizeof(uint64_t), 2 * kLine);
+}
+size_t SlotOffset(int n) { return CellOffset(n) + RoundUp(2 * n * CellStride(n), kPage); }
 
 // 256 KiB per rank and set up to 32 ranks, less beyond (the segment stays <= 16 MiB), never
 // below `min_bytes`. FLAGS_cpu_shm_slot_kb overrides it (flags.h).
@@ -156,7 +161,9 @@ void ShmGroup::Map(int fd, size_t bytes) {
   base_ = static_cast<char*>(p);
   mapped_ = bytes;
   header_ = reinterpret_cast<Header*>(base_);
-  meta_stride_ = MetaStride(size_);
+  cell_stride_ = CellStride(size_);
+  cells_ = base_ + CellOffset(size_);
+  slots_ = base_ + SlotOffset(size_);
 }
 
 std::unique_ptr<ShmGroup> ShmGroup::Create(const std::shared_ptr<Store>& store, int rank,
@@ -260,14 +267,16 @@ int ShmGroup::NextSet() {
 }
 
 char* ShmGroup::Slot(int set, int rank) const {
-  return base_ + SlotOffset(size_) +
-         (static_cast<size_t>(set) * size_ + static_cast<size_t>(rank)) * slot_bytes_;
+  return slots_ + (static_cast<size_t>(set) * size_ + static_cast<size_t>(rank)) * slot_bytes_;
+}
+
+ShmGroup::Cell* ShmGroup::CellOf(int set, int rank) const {
+  return reinterpret_cast<Cell*>(
+      cells_ + (static_cast<size_t>(set) * size_ + static_cast<size_t>(rank)) * cell_stride_);
 }
 
 uint64_t* ShmGroup::Meta(int set, int rank) const {
-  return reinterpret_cast<uint64_t*>(
-      base_ + MetaOffset(size_) +
-      (static_cast<size_t>(set) * size_ + static_cast<size_t>(rank)) * meta_stride_);
+  return reinterpret_cast<uint64_t*>(CellOf(set, rank) + 1);
 }
 
 ShmGroup::Control* ShmGroup::Controls() const {
@@ -318,9 +327,12 @@ void ShmGroup::BeginOp(OpKind op, uint64_t bytes, int root) {
 
 void ShmGroup::Step() {
   Control& me = Controls()[rank_];
-  const size_t sig_word = static_cast<size_t>(size_) + 1;
-  if (signature_pending_) Meta(set_, rank_)[sig_word] = signature_;
+  Cell* cell = CellOf(set_, rank_);
+  if (signature_pending_) cell->signature = signature_;
   ++step_;
+  // The cell first: peers spin on it, and read its data with the announcement. The counter
+  // after it serves the futex waits and the liveness checks.
+  cell->seq.store(step_, std::memory_order_release);
   me.step.store(step_, std::memory_order_seq_cst);
   if (me.waiters.load(std::memory_order_seq_cst) != 0) Futex(&me.step, FUTEX_WAKE, INT_MAX, nullptr);
   for (int k = 1; k < size_; ++k) WaitFor((rank_ + k) % size_, step_);
@@ -333,9 +345,8 @@ void ShmGroup::Step() {
 // Every rank reads the same words, so every rank raises, at the same step: the group stays in
 // step (no rank went on to a second step) and the next op runs normally.
 void ShmGroup::CheckSignatures() const {
-  const size_t sig_word = static_cast<size_t>(size_) + 1;
   for (int j = 0; j < size_; ++j) {
-    const uint64_t theirs = Meta(set_, j)[sig_word];
+    const uint64_t theirs = CellOf(set_, j)->signature;
     if (theirs == signature_) continue;
     std::string detail;
     if ((theirs >> 40) == (signature_ >> 40)) {  // the same op and root: only the sizes differ
@@ -356,8 +367,11 @@ void ShmGroup::CheckSignatures() const {
 
 void ShmGroup::WaitFor(int peer, uint32_t step) {
   Control& c = Controls()[peer];
+  const Cell& cell = *CellOf(set_, peer);
   using Clock = std::chrono::steady_clock;
-  auto announced = [&] { return Reached(c.step.load(std::memory_order_acquire), step); };
+  // The peer announces in its cell before its counter: a step its counter shows is in the
+  // cell too.
+  auto announced = [&] { return Reached(cell.seq.load(std::memory_order_acquire), step); };
   // The CPU transports' spin rule (spin_policy.h), then a futex wait.
   if (spin_.Spin([&] {
         return announced() || header_->failed.load(std::memory_order_relaxed) != 0;

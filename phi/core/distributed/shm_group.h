@@ -3,13 +3,18 @@
 // for every collective when the whole group is on one host, docs/architecture.md, "CPU
 // transports").
 //
-// The segment: a header, one control word per rank (its step counter, futex-waited), and two
-// sets of one slot per rank. Every collective is a sequence of *steps*: a rank writes its own
-// slot, announces the step (its counter), waits until every rank has announced it, then reads
-// the others' slots. A *use* is one or more steps on the same set; consecutive uses alternate
-// sets, so a rank may write set s again only after every rank has announced the first step of
-// the use in between, which they do after they finished reading set s. One step per small
-// op, no acknowledgements.
+// The segment: a header, one control line per rank (its step counter, futex-waited), and two
+// sets of one cell and one slot per rank. Every collective is a sequence of *steps*: a rank
+// writes its own cell or slot, announces the step (in its cell, then in its counter), waits
+// until every rank has announced it, then reads the others' cells and slots. A *use* is one or
+// more steps on the same set; consecutive uses alternate sets, so a rank may write set s again
+// only after every rank has announced the first step of the use in between, which they do
+// after they finished reading set s. One step per small op, no acknowledgements.
+//
+// A cell is one cache line: the step it last announced, the op's signature, a length, and up
+// to kInlineBytes of data. A rank spins on its peers' cells, so a small op (an in-band
+// agreement record with its payload, a small all-reduce or broadcast) moves one line per
+// peer: the peer's cell, announcement and data together.
 //
 // Waiting: the CPU transports' spin rule (spin_policy.h), then a futex wait in
 // slices of kLivenessSlice, after each of which the missing ranks' processes are checked:
@@ -86,8 +91,8 @@ class ShmGroup {
   void AllToAllV(const char* in, const std::vector<size_t>& send_bytes,
                  const std::vector<size_t>& send_offsets, char* out,
                  const std::vector<size_t>& recv_bytes, const std::vector<size_t>& recv_offsets);
-  // Blocks of up to a slot (>= the fused exchange's capacity, Create's min_slot_bytes); rank r's at result + r * *stride, (*lengths)[r] bytes, valid
-  // until the call after the next (the engine reads it before its next call).
+  // Blocks of up to a slot (>= the fused exchange's capacity, Create's min_slot_bytes); rank
+  // r's at result + r * *stride, (*lengths)[r] bytes, valid until this rank's next call.
   const char* VariableAllGather(const void* in, size_t bytes, size_t* stride,
                                 std::vector<size_t>* lengths);
 
@@ -113,6 +118,16 @@ class ShmGroup {
   // The segment's header and per-rank control block (layouts in shm_group.cc).
   struct Header;
   struct Control;
+  // Data a cell carries inline: an agreement record (32 bytes) with a 16-byte payload.
+  static constexpr size_t kInlineBytes = 48;
+  // A rank's cell of a set (shm_group.h's first comment). Its writer fills `bytes`, `data`
+  // and `signature`, then announces with `seq`.
+  struct alignas(64) Cell {
+    std::atomic<uint32_t> seq;  // the last step this rank announced in this set
+    uint32_t bytes;             // what the op puts here (VariableAllGather: its block's length)
+    uint64_t signature;         // the op's, on its first step (BeginOp)
+    char data[kInlineBytes];
+  };
 
  private:
   Control* Controls() const;
@@ -123,7 +138,9 @@ class ShmGroup {
   // The step protocol.
   int NextSet();                          // the set of the next use (alternates)
   char* Slot(int set, int rank) const;    // a rank's slot of a set
-  uint64_t* Meta(int set, int rank) const;  // its size + 2 words of lengths and flags
+  Cell* CellOf(int set, int rank) const;  // a rank's cell of a set
+  // The words after its cell: one length per peer and one "more to come" (AllToAllV).
+  uint64_t* Meta(int set, int rank) const;
   void Step();                            // announce the next step; wait for every rank
   void CheckSignatures() const;           // after an op's first step
   void WaitFor(int peer, uint32_t step);
@@ -143,8 +160,10 @@ class ShmGroup {
   int rank_, size_;
   std::atomic<std::chrono::milliseconds> timeout_;
   std::string describe_;
-  size_t slot_bytes_ = 0, meta_stride_ = 0;
+  size_t slot_bytes_ = 0, cell_stride_ = 0;
   char* base_ = nullptr;
+  char* cells_ = nullptr;  // the first cell and slot (every op computes addresses from them)
+  char* slots_ = nullptr;
   size_t mapped_ = 0;
   Header* header_ = nullptr;
   uint32_t step_ = 0;  // steps this rank announced
@@ -156,6 +175,7 @@ class ShmGroup {
   std::chrono::steady_clock::time_point deadline_;  // valid when deadline_set_
   bool deadline_set_ = false;  // taken at the op's first blocked wait (WaitFor)
   SpinPolicy spin_;  // the waits of the thread running this group's ops
+  std::vector<char> mixed_;  // VariableAllGather's blocks when cells and slots both hold some
 };
 
 }  // namespace distributed
