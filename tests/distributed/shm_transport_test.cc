@@ -175,6 +175,44 @@ TEST(ShmTransport, CorrectWithSpinningOff) {
   }, opts);
 }
 
+// Small ops travel in the cells with their announcement (up to 48 bytes: an in-band record
+// with a payload of 16), larger ones in the slots: every size across that limit is right, with
+// the in-band check and without it. Ranks whose all-reduces differ in size on either side of
+// the limit (one in its cell, the others in their slots) all raise the same mismatch, and the
+// group goes on.
+TEST(ShmTransport, SmallOpsAcrossTheInlineLimitAndTheirMismatches) {
+  RunRanks(3, [](const RankContext& ctx) {
+    ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, std::chrono::seconds(20));
+    for (const char* check : {"in_band", "off"}) {
+      FLAGS_collective_check = check;
+      for (int64_t n = 1; n <= 18; ++n) {
+        ExpectSum(&pg, 3, n, std::string(check) + ", all-reduce of " + std::to_string(n));
+        // Bytes 1..18 from each rank: broadcast from the last rank, and all-gathered.
+        DenseTensor b = Filled(DataType::INT8, n, ctx.rank == 2 ? 7 : -1);
+        pg.Broadcast(&b, b, {2, 0}, true);
+        ExpectClose(b, std::vector<Val>(static_cast<size_t>(n), Val{7, 0}), "broadcast");
+        DenseTensor mine = Filled(DataType::INT8, n, ctx.rank + 1), all;
+        pg.AllGather(&all, mine, true);
+        std::vector<Val> want;
+        for (int r = 0; r < 3; ++r) want.insert(want.end(), n, Val{r + 1.0, 0});
+        ExpectClose(all, want, "all-gather of " + std::to_string(n) + " bytes per rank");
+      }
+    }
+    FLAGS_collective_check = "in_band";
+    DenseTensor t = Filled(DataType::FLOAT32, ctx.rank == 0 ? 2 : 12, 1.0);
+    try {
+      pg.AllReduce(&t, t, {}, true);
+      ADD_FAILURE() << "rank " << ctx.rank << ": the sizes' mismatch was not detected";
+    } catch (const phi::InvalidArgumentError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("rank(s) 0 run AllReduce(2 x float32, SUM)"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("rank(s) 1, 2 run AllReduce(12 x float32, SUM)"), std::string::npos)
+          << msg;
+    }
+    ExpectSum(&pg, 3, 5, "after the mismatch");
+  });
+}
+
 // One rank with the transport off: the whole group stays on TCP, and stays correct.
 TEST(ShmTransport, OneRankOffKeepsTheGroupOnTcp) {
   RunRanks(3, [](const RankContext& ctx) {
