@@ -255,6 +255,7 @@ std::unique_ptr<ShmGroup> ShmGroup::Create(const std::shared_ptr<Store>& store, 
                  << failures;
     return nullptr;
   }
+  SpinPolicy::NoteRanksOnHost(size);
   VLOG(1) << describe << ": collectives over shared memory (" << g->slot_bytes_ / 1024
           << " KiB slots)";
   return g;

@@ -15,8 +15,10 @@
 //   busy (computing, or descheduled because ranks outnumber cores) and spinning would take the
 //   CPU it needs. So does an op of another kind on this rank's other threads (Disarm). A wait
 //   that ended within the bound, spinning or blocked, re-arms.
-// - While spinning, the CPU is given up (sched_yield) after the first polls: with more ranks
-//   than cores the rank being waited for may need this core.
+// - While spinning, the CPU is given up (sched_yield) after the first 64 polls, and at every
+//   poll when the host runs more ranks than this process has CPUs: the rank being waited for
+//   then needs this core (4 ranks on 2 cores: 8 B all-reduce 9-16 -> 6-8 us, 64 KiB 44-58 ->
+//   36-47 us; docs/benchmarks.md, "Spinning with more ranks than cores").
 // - FLAGS_gloo_spin_us=0 never spins; every path is correct without it (tests run both).
 //
 // CPU cost: at most the bound per wait while armed, and nothing after a late wait until one
@@ -54,7 +56,13 @@ class SpinPolicy {
   // Another kind of op ran on this rank's other connections: the next wait blocks at once.
   void Disarm() { Set(false); }
 
+  // This host runs `ranks` ranks (the shared-memory group counts them; LOCAL_WORLD_SIZE or
+  // OpenMPI's local size is the first guess): more than this process's CPUs makes every
+  // spinning wait yield at each poll. Process-wide; only ever raises the count.
+  static void NoteRanksOnHost(int ranks);
+
  private:
+  static unsigned PausesBeforeYield();  // 64, or 0 with more ranks than CPUs
   static void Pause();  // the CPU's spin-wait hint
   static void Yield();  // gives the core to another runnable thread
   std::atomic<bool> armed_{true};
@@ -71,13 +79,14 @@ bool SpinPolicy::Spin(Ready&& ready) {
   const auto bound = Bound();
   if (bound.count() <= 0 || !armed()) return false;
   const auto until = started_ + bound;
+  const unsigned pauses = PausesBeforeYield();
   // Poll first, then pause: pausing before the first poll of the loop cost 1.36-1.5x at
   // 256 KiB-1 MiB on 4 ranks sharing 2 cores (A/B against the poll-first loop).
   for (unsigned i = 0;; ++i) {
     if (ready()) return true;
     // The clock is read every 16 polls: it costs about as much as a poll of shared memory.
     if ((i & 15) == 15 && Clock::now() >= until) break;
-    if (i < 64) {
+    if (i < pauses) {
       Pause();
     } else {
       Yield();
