@@ -94,7 +94,7 @@ StreamTask::StreamTask(int rank, OpDesc desc, bool sync_op,
 
 void StreamTask::Issue(std::shared_ptr<phi::Event> end_event, phi::Stream* stream,
                        const std::vector<std::shared_ptr<phi::Allocation>>& holders) {
-  end_event_ = std::move(end_event);  // before the task is anyone else's
+  end_event_ = std::move(end_event);  // set once; its readers take no lock (as they never did)
   if (holders.empty()) return;  // a sync op run inline: nothing in use after it
   std::lock_guard<std::mutex> lk(records_mu_);
   for (const auto& h : holders) {
