@@ -11,10 +11,14 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -76,14 +80,23 @@ void ExpectSum(ProcessGroupGloo* pg, int world, int64_t n, const std::string& wh
 // Shared memory is the path on one host, and its segment is gone from /dev/shm once every
 // rank mapped it; a stale segment of a creator that died is removed by the next creation.
 TEST(ShmTransport, SegmentIsUnlinkedOnceMappedAndStaleOnesAreSwept) {
-  // A crash between creation and unlink, faked: a segment named after a pid that is gone.
+  // A crash between creation and unlink, faked: a segment named after a pid that is gone,
+  // two minutes old; and one as fresh, which may still be opened by the process it was
+  // meant for (a channel whose dialer sent and exited), so it stays.
   pid_t dead = fork();
   if (dead == 0) _exit(0);
   waitpid(dead, nullptr, 0);
   const std::string stale = "/paddle_like_shm_" + std::to_string(dead) + "_00000000deadbeef";
-  int fd = shm_open(stale.c_str(), O_CREAT | O_RDWR, 0600);
-  ASSERT_GE(fd, 0) << std::strerror(errno);
-  close(fd);
+  const std::string fresh = "/paddle_like_shm_" + std::to_string(dead) + "_00000000f4e54000";
+  for (const std::string& name : {stale, fresh}) {
+    int fd = shm_open(name.c_str(), O_CREAT | O_RDWR, 0600);
+    ASSERT_GE(fd, 0) << std::strerror(errno);
+    if (name == stale) {
+      const timespec two_minutes_ago[2] = {{time(nullptr) - 120, 0}, {time(nullptr) - 120, 0}};
+      ASSERT_EQ(futimens(fd, two_minutes_ago), 0) << std::strerror(errno);
+    }
+    close(fd);
+  }
   RunRanks(3, [](const RankContext& ctx) {
     ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, std::chrono::seconds(20));
     ExpectSum(&pg, 3, 300000, "allreduce over shared memory");
@@ -92,7 +105,10 @@ TEST(ShmTransport, SegmentIsUnlinkedOnceMappedAndStaleOnesAreSwept) {
       EXPECT_TRUE(SegmentsOf(getpid()).empty()) << "the segment is still in /dev/shm";
     }
   });
-  EXPECT_TRUE(SegmentsOf(dead).empty()) << "the stale segment was not removed";
+  const std::vector<std::string> left = SegmentsOf(dead);
+  EXPECT_EQ(left, std::vector<std::string>{fresh.substr(1)})
+      << "the old segment must be removed, the fresh one kept";
+  shm_unlink(fresh.c_str());
 }
 
 // SIGKILL mid all-reduce: the survivors raise Unavailable naming the dead rank, fast, and
@@ -350,6 +366,42 @@ TEST(ShmTransport, AMessageOutlivesItsSendersGroupAndProcess) {
       const int pid = std::stoi(ctx.store->get_string("sender/pid"));
       EXPECT_TRUE(SegmentsOf(pid).empty()) << "the sender's channel segment was left behind";
     }
+  });
+}
+
+// The same when the sender exits normally (exit, not _exit: its exit handlers run) while the
+// receiver is stopped and cannot open the channel yet: the exit waits for the receiver to open
+// it (up to 2 s) instead of unlinking the bytes away.
+TEST(ShmTransport, AnExitingSenderWaitsForItsReceiverToOpenTheChannel) {
+  RunRanks(2, [](const RankContext& ctx) {
+    std::unique_ptr<ProcessGroupGloo> pg(new ProcessGroupGloo(
+        ctx.store, ctx.rank, ctx.world_size, 0, std::chrono::seconds(20)));
+    pg->Barrier()->Wait();  // both communicators exist (the receiver's listens)
+    if (ctx.rank == 0) {
+      const pid_t receiver = std::stoi(ctx.store->get_string("receiver/pid"));
+      ctx.store->set("sender/pid", std::to_string(getpid()));
+      ASSERT_EQ(kill(receiver, SIGSTOP), 0);
+      // A process of its own resumes it 300 ms later, while this one is in its exit handlers
+      // or gone (nanosleep and kill are safe after fork).
+      if (fork() == 0) {
+        const timespec wait{0, 300 * 1000 * 1000};
+        nanosleep(&wait, nullptr);
+        kill(receiver, SIGCONT);
+        _exit(0);
+      }
+      DenseTensor out = Filled(DataType::FLOAT64, 1000, 4.5);
+      pg->Send(out, 1, 0, -1, true, false)->Wait();
+      ctx.store->set("sent", "1");
+      pg.reset();
+      std::exit(0);
+    }
+    ctx.store->set("receiver/pid", std::to_string(getpid()));
+    ctx.store->wait({"sent"}, std::chrono::seconds(20));
+    DenseTensor in = Filled(DataType::FLOAT64, 1000, -1);
+    pg->Recv(&in, 0, 0, -1, true, false)->Wait();
+    ExpectClose(in, std::vector<Val>(1000, Val{4.5, 0}), "the message of an exited sender");
+    const int pid = std::stoi(ctx.store->get_string("sender/pid"));
+    EXPECT_TRUE(SegmentsOf(pid).empty()) << "the sender's channel segment was left behind";
   });
 }
 

@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -119,43 +121,89 @@ std::unique_ptr<ShmChannel> ShmChannel::Open(const std::string& name, std::strin
 }
 
 namespace {
+// How long an exiting dialer waits for its listeners to open the channels that still hold
+// bytes they have not read: a listener that is alive opens one within milliseconds (its
+// reactor reads the hello), and the bytes of a completed send must not be lost because their
+// sender exited first (a socket's buffer outlives its writer too).
+constexpr std::chrono::milliseconds kExitGrace{2000};
+
 // Segments this process created that their listeners have not opened yet when the dialer let
 // go of them: what the dialer wrote must stay readable (a send completes once written, as
 // with a socket's buffer), so the name stays until the listener opens it (and unlinks it),
-// or until this process exits.
+// or until this process exits, which first gives the listeners kExitGrace to open those
+// with unread bytes. Each stays mapped until then, to see whether it was opened.
 class UnopenedNames {
  public:
   static UnopenedNames& Get() {
     static UnopenedNames* names = new UnopenedNames();  // never destroyed: used at exit
     return *names;
   }
-  void Add(std::string name) {
+  // `head` and `tail`: the dialer's ring's (what it wrote, what the listener read).
+  void Add(std::string name, void* base, size_t bytes, const std::atomic<uint64_t>* head,
+           const std::atomic<uint64_t>* tail) {
     std::lock_guard<std::mutex> lk(mu_);
     if (!registered_) {
       std::atexit([] { Get().UnlinkAll(); });
       registered_ = true;
     }
-    names_.emplace_back(getpid(), std::move(name));
+    // Those opened since were unlinked by their listeners: only the mapping is left.
+    EraseIf([](const Entry& e) { return e.pid == getpid() && Opened(e); });
+    entries_.push_back(Entry{getpid(), std::move(name), base, bytes, head, tail});
   }
   void UnlinkAll() {
     std::lock_guard<std::mutex> lk(mu_);
-    for (const auto& n : names_) {
+    const auto deadline = std::chrono::steady_clock::now() + kExitGrace;
+    for (const Entry& e : entries_) {
       // Only this process's: a forked child inherits its parent's list.
-      if (n.first == getpid()) shm_unlink(n.second.c_str());  // ENOENT: opened since
+      if (e.pid != getpid()) continue;
+      while (!Opened(e) && Unread(e) && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      shm_unlink(e.name.c_str());  // ENOENT: opened, and unlinked by the listener
     }
-    names_.clear();
+    entries_.clear();
   }
 
  private:
+  struct Entry {
+    pid_t pid;
+    std::string name;
+    void* base;
+    size_t bytes;
+    const std::atomic<uint64_t>* head;
+    const std::atomic<uint64_t>* tail;
+  };
+  static const Header* HeaderOf(const Entry& e) { return static_cast<const Header*>(e.base); }
+  static bool Opened(const Entry& e) {
+    return HeaderOf(e)->opened.load(std::memory_order_acquire) != 0;
+  }
+  // The dialer's ring holds bytes the listener has not read.
+  static bool Unread(const Entry& e) {
+    return e.head->load(std::memory_order_acquire) != e.tail->load(std::memory_order_acquire);
+  }
+  template <typename Pred>
+  void EraseIf(Pred pred) {
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      if (pred(*it)) {
+        munmap(it->base, it->bytes);
+        it = entries_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
   std::mutex mu_;
   bool registered_ = false;
-  std::vector<std::pair<pid_t, std::string>> names_;  // (creator, name)
+  std::vector<Entry> entries_;
 };
 }  // namespace
 
 ShmChannel::~ShmChannel() {
   if (!name_.empty() && opened_->load(std::memory_order_acquire) == 0) {
-    UnopenedNames::Get().Add(std::move(name_));
+    // It keeps the mapping, to see at exit whether the listener opened the segment.
+    UnopenedNames::Get().Add(std::move(name_), base_, bytes_, &out_->head, &out_->tail);
+    return;
   }
   if (base_ != nullptr) munmap(base_, bytes_);
 }

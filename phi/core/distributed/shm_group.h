@@ -25,7 +25,7 @@
 // Lifetime: rank 0 creates the segment (a random name, O_EXCL), every rank maps it, and
 // once all have mapped it rank 0 unlinks it: nothing stays in /dev/shm after any exit from
 // then on. A crash inside that window leaves a segment named after the creator's pid, which
-// the next creation on the host removes once that pid is gone.
+// a later creation on the host removes once that pid is gone and a minute has passed.
 #pragma once
 
 #include <atomic>

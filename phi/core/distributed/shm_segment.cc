@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <random>
 
 #include <glog/logging.h>
@@ -19,6 +20,11 @@ namespace phi {
 namespace distributed {
 namespace {
 constexpr const char* kNamePrefix = "paddle_like_shm_";
+// How old a segment of a creator that is gone must be to count as stale: until then the
+// process it was meant for may still open it (a point-to-point channel's dialer that sent its
+// bytes and exited, as a socket's writer may, before the listener read the hello). Such a
+// listener, alive, opens it within milliseconds.
+constexpr time_t kStaleAfterSeconds = 60;
 }  // namespace
 
 std::string NewShmSegmentName() {
@@ -43,6 +49,11 @@ void RemoveStaleShmSegments() {
   while (dirent* e = readdir(dir)) {
     if (std::strncmp(e->d_name, kNamePrefix, prefix) != 0) continue;
     const long pid = std::strtol(e->d_name + prefix, nullptr, 10);
+    struct stat st {};
+    if (fstatat(dirfd(dir), e->d_name, &st, 0) != 0 ||
+        time(nullptr) - st.st_mtime < kStaleAfterSeconds) {
+      continue;
+    }
     if (pid <= 0 || (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)) {
       if (shm_unlink((std::string("/") + e->d_name).c_str()) == 0) {
         VLOG(1) << "removed the stale shared-memory segment " << e->d_name;

@@ -3,7 +3,8 @@
 //
 // A segment is created under a name that carries its creator's pid and unlinked once every
 // process that needs it has mapped it. A crash inside that window leaves the name behind;
-// the next creation on the host removes every such name whose creator is gone.
+// a creation on the host removes every such name whose creator is gone, once it is a minute
+// old (until then the process it was meant for may still open it).
 #pragma once
 
 #include <cstddef>
@@ -16,7 +17,7 @@ namespace distributed {
 std::string NewShmSegmentName();
 // Whether `name` has the form NewShmSegmentName gives (a name read from the wire is checked).
 bool IsShmSegmentName(const std::string& name);
-// Unlinks the segments left by creators that have exited.
+// Unlinks the segments left by creators that have exited, once they are a minute old.
 void RemoveStaleShmSegments();
 // Creates (O_EXCL) and sizes a segment, allocating its pages now: a full /dev/shm fails
 // here instead of with SIGBUS when a page is first touched. The descriptor, or -1 with
