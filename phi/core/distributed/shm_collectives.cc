@@ -1,15 +1,15 @@
-// The collectives of ShmGroup, made of steps (shm_group.h): a rank writes its slot, announces
-// the step, waits for every rank, then reads the others' slots straight from the segment.
-//
-// Small data (<= kInlineBytes) travels in the cells, with the announcement; larger data in
-// the slots.
+// The collectives of ShmGroup, made of steps (shm_group.h): a rank writes its cell or slot,
+// announces the step, waits for every rank, then reads the others' cells and slots straight
+// from the segment. Small data (<= kInlineBytes) travels in the cells, with the announcement;
+// larger data in the slots.
 //
 // Reductions: a small all-reduce (<= kShmGatheredAllReduceBytes, allreduce_plan.h) is one
-// step: every rank copies its input in, then reduces all the cells or slots in rank order. A larger one goes in pieces of one
-// slot per rank: rank r reduces slice r of the piece from every rank's slot, in rank order, into
-// its own slot (step 1), and every rank copies all the slices out (step 2). Either way each
-// element is reduced by one sequence (((x0 op x1) op x2) ...): the same bits on every rank,
-// and the same as the network path's gathered reduction.
+// step: every rank copies its input in, then reduces all the cells or slots in rank order. A
+// larger one goes in pieces of one slot per rank: rank r reduces slice r of the piece from
+// every rank's slot, in rank order, into its own slot (step 1), and every rank copies all the
+// slices out (step 2). Either way each element is reduced by one sequence
+// (((x0 op x1) op x2) ...): the same bits on every rank, and the same as the network path's
+// gathered reduction.
 #include <algorithm>
 #include <cstring>
 
