@@ -60,6 +60,8 @@ class SpinPolicy {
   // OpenMPI's local size is the first guess): more than this process's CPUs makes every
   // spinning wait yield at each poll. Process-wide; only ever raises the count.
   static void NoteRanksOnHost(int ranks);
+  // Whether spinning waits yield at every poll (the host has more ranks than CPUs).
+  static bool YieldsAtEveryPoll() { return PausesBeforeYield() == 0; }
 
  private:
   static unsigned PausesBeforeYield();  // 64, or 0 with more ranks than CPUs
