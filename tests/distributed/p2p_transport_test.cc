@@ -22,12 +22,43 @@ namespace {
 
 using distributed::ProcessGroupGloo;
 
-// What rank `rank` of group 0 published for its point-to-point endpoint: "host port nonce".
-bool PublishedAddress(const RankContext& ctx, int rank, std::string* host, unsigned* port,
-                      uint64_t* nonce) {
+// What a rank of group 0 published for its point-to-point endpoint.
+struct Published {
+  std::string host;
+  unsigned port = 0;
+  uint64_t nonce = 0;
+};
+
+// Reads rank `rank`'s "host port nonce".
+bool PublishedAddress(const RankContext& ctx, int rank, Published* out) {
   const std::vector<uint8_t> value = ctx.store->get("gloo/0/p2p/" + std::to_string(rank));
   std::istringstream in(std::string(value.begin(), value.end()));
-  return static_cast<bool>(in >> *host >> *port >> *nonce);
+  return static_cast<bool>(in >> out->host >> out->port >> out->nonce);
+}
+
+// An impostor's connection to the endpoint `to`, greeted as rank 0 with that endpoint's nonce
+// and the hello `magic`; for the shared-memory hello, `channel` is the segment name that
+// follows it (in its 64-byte field). The descriptor, or -1 with `*error` set.
+int ConnectAsRank0(const Published& to, uint32_t magic, const char* channel, std::string* error) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  const int fd = phi::distributed::tcputils::ConnectOnce(to.host, static_cast<uint16_t>(to.port),
+                                                         deadline, error);
+  if (fd < 0) return -1;
+  uint8_t hello[16 + 64] = {};
+  const int32_t me = 0;
+  std::memcpy(hello, &magic, 4);
+  std::memcpy(hello + 4, &me, 4);
+  std::memcpy(hello + 8, &to.nonce, 8);
+  size_t bytes = 16;
+  if (channel != nullptr) {
+    std::memcpy(hello + 16, channel, std::strlen(channel));
+    bytes = sizeof(hello);
+  }
+  if (!phi::distributed::tcputils::SendAll(fd, hello, bytes, deadline, error)) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 // Malformed bytes on a point-to-point connection: an impostor greets rank 1 as rank 0 (with
@@ -42,23 +73,13 @@ TEST(P2PTransport, MalformedBytesAreATypedErrorNotACrash) {
     DenseTensor warm = DenseTensor::FromVector<int32_t>({1});
     pg.AllReduce(&warm, warm, {}, true);  // every communicator and endpoint exists
     if (ctx.rank == 0) {
-      std::string host;
-      unsigned port = 0;
-      uint64_t nonce = 0;
-      ASSERT_TRUE(PublishedAddress(ctx, 1, &host, &port, &nonce)) << "the published address";
+      Published rank1;
+      ASSERT_TRUE(PublishedAddress(ctx, 1, &rank1)) << "the published address";
       for (int round = 0; round < 2; ++round) {
         if (round == 0) ctx.store->wait({"posted/0"}, std::chrono::seconds(20));
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
         std::string error;
-        const int fd = phi::distributed::tcputils::ConnectOnce(
-            host, static_cast<uint16_t>(port), deadline, &error);
+        const int fd = ConnectAsRank0(rank1, 0x48324c50, nullptr, &error);  // "PL2H"
         ASSERT_GE(fd, 0) << error;
-        uint8_t hello[16];
-        const uint32_t hello_magic = 0x48324c50;
-        const int32_t me = 0;
-        std::memcpy(hello, &hello_magic, 4);
-        std::memcpy(hello + 4, &me, 4);
-        std::memcpy(hello + 8, &nonce, 8);
         uint8_t frame[48] = {};
         const uint32_t magic = round == 0 ? 0xdeadbeef : 0x46324c50, kind = 1;  // kEager
         const int32_t tag = 0, dtype = static_cast<int32_t>(DataType::FLOAT32);
@@ -68,8 +89,7 @@ TEST(P2PTransport, MalformedBytesAreATypedErrorNotACrash) {
         std::memcpy(frame + 8, &tag, 4);
         std::memcpy(frame + 12, &dtype, 4);
         std::memcpy(frame + 16, &count, 8);
-        ASSERT_TRUE(phi::distributed::tcputils::SendAll(fd, hello, sizeof(hello), deadline,
-                                                        &error)) << error;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
         ASSERT_TRUE(phi::distributed::tcputils::SendAll(fd, frame, sizeof(frame), deadline,
                                                         &error)) << error;
         if (round == 1) ctx.store->set("sent/1", "1");
@@ -126,25 +146,13 @@ TEST(P2PTransport, AHelloNamingABadChannelClosesOnlyThatConnection) {
     DenseTensor warm = DenseTensor::FromVector<int32_t>({1});
     pg.AllReduce(&warm, warm, {}, true);  // every communicator and endpoint exists
     if (ctx.rank == 0) {
-      std::string host;
-      unsigned port = 0;
-      uint64_t nonce = 0;
-      ASSERT_TRUE(PublishedAddress(ctx, 1, &host, &port, &nonce)) << "the published address";
+      Published rank1;
+      ASSERT_TRUE(PublishedAddress(ctx, 1, &rank1)) << "the published address";
       for (const char* name : {"/../../etc/passwd", "/paddle_like_shm_1_0000000000000000"}) {
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
         std::string error;
-        const int fd = phi::distributed::tcputils::ConnectOnce(
-            host, static_cast<uint16_t>(port), deadline, &error);
+        // "PL2S": the shared-memory hello, a channel's name follows.
+        const int fd = ConnectAsRank0(rank1, 0x53324c50, name, &error);
         ASSERT_GE(fd, 0) << error;
-        uint8_t hello[16 + 64] = {};
-        const uint32_t shm_hello_magic = 0x53324c50;  // "PL2S": a channel's name follows
-        const int32_t me = 0;
-        std::memcpy(hello, &shm_hello_magic, 4);
-        std::memcpy(hello + 4, &me, 4);
-        std::memcpy(hello + 8, &nonce, 8);
-        std::memcpy(hello + 16, name, std::strlen(name));
-        ASSERT_TRUE(phi::distributed::tcputils::SendAll(fd, hello, sizeof(hello), deadline,
-                                                        &error)) << error;
         pollfd pfd{fd, POLLIN, 0};
         ASSERT_EQ(::poll(&pfd, 1, 10000), 1) << name << ": the listener did not close it";
         uint8_t byte;
