@@ -13,7 +13,8 @@
 namespace phi {
 namespace distributed {
 
-// c[i] = a[i] (op) b[i] for n elements; c may alias a or b. Gloo's reduce-function shape.
+// c[i] = a[i] (op) b[i] for n elements; c is a, b, or apart from both (no partial
+// overlap). Gloo's reduce-function shape.
 using CpuReduceFn = void (*)(void* c, const void* a, const void* b, size_t n);
 
 // The kernel combining two partial results under `op`. AVG and PREMUL_SUM combine as SUM
