@@ -8,13 +8,15 @@ namespace distributed {
 void FlightRecorder::Record(const OpDesc& desc, std::shared_ptr<TaskState> state) {
   if (capacity_ == 0) return;
   std::lock_guard<std::mutex> lk(mu_);
-  Entry e{desc, std::move(state)};
   if (ring_.size() < capacity_) {
-    ring_.push_back(std::move(e));
+    ring_.push_back(Entry{desc, std::move(state)});
   } else {
-    ring_[next_] = std::move(e);
+    // Assigned in place (every op comes here): the name reuses its string's storage.
+    Entry& e = ring_[next_];
+    e.desc = desc;
+    e.state = std::move(state);
   }
-  next_ = (next_ + 1) % capacity_;
+  if (++next_ == capacity_) next_ = 0;
 }
 
 std::string FlightRecorder::Dump() const {

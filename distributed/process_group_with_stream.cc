@@ -30,7 +30,7 @@ using phi::distributed::Reduction;
 // Ops issued between StartCoalescing and EndCoalescing, run as one engine group.
 struct CoalescingState {
   struct Job {
-    std::function<void(CommContext*, phi::Stream*, TaskState*)> fn;
+    CommFn fn;
     std::shared_ptr<StreamTask> task;
     std::vector<std::shared_ptr<phi::Allocation>> holders;
     OpDesc desc;
@@ -191,11 +191,14 @@ void ProcessGroupWithStream::AbortComm(const std::string& why) {
 }
 
 const std::shared_ptr<const std::string>& ProcessGroupWithStream::DescribePtr() const {
+  // Every op asks for it: after the first call one acquire load, not call_once's.
+  if (describe_built_.load(std::memory_order_acquire)) return describe_;
   std::call_once(describe_once_, [this] {
     describe_ = std::make_shared<const std::string>(
         "ProcessGroup" + GetBackendName() + "(gid " + std::to_string(GetGid()) +
         DescSuffix(group_desc_) + ", rank " + std::to_string(GetRank()) + "/" +
         std::to_string(GetSize()) + ")");
+    describe_built_.store(true, std::memory_order_release);
   });
   return describe_;
 }
@@ -270,7 +273,7 @@ bool IsP2P(CommType t) { return t == CommType::SEND || t == CommType::RECV; }
 struct OpJob {
   CommContext* comm;
   phi::Stream* stream;
-  std::function<void(CommContext*, phi::Stream*, TaskState*)> fn;
+  CommFn fn;
   std::shared_ptr<TaskState> state;
   std::shared_ptr<const std::string> group;
   OpDesc desc;
@@ -629,7 +632,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
 
   // The job owns the op bodies and their states; the tasks stay with the caller.
   struct GroupJob {
-    std::function<void(CommContext*, phi::Stream*, TaskState*)> fn;
+    CommFn fn;
     std::shared_ptr<TaskState> state;
   };
   auto jobs = std::make_shared<std::vector<GroupJob>>();

@@ -22,6 +22,7 @@
 
 #include "distributed/process_group.h"
 #include "phi/core/distributed/comm_context.h"
+#include "phi/core/inline_function.h"
 #include "phi/core/distributed/store/store.h"
 
 namespace paddle_like {
@@ -66,6 +67,12 @@ class TensorRefs {
   const std::vector<const DenseTensor*>* list_ = nullptr;
   std::vector<const DenseTensor*> more_;
 };
+
+// An op's body as the engine runs it on a stream. Inline storage: op bodies capture up to
+// about 150 bytes (the fused all-reduce's: its agreement record, buffers, reduction, group),
+// which std::function would allocate for on every op (inline_function.h).
+using CommFn =
+    phi::InlineFunction<void(phi::distributed::CommContext*, phi::Stream*, TaskState*), 160>;
 
 class ProcessGroupWithStream : public ProcessGroup {
  public:
@@ -161,8 +168,6 @@ class ProcessGroupWithStream : public ProcessGroup {
   const std::shared_ptr<const std::string>& DescribePtr() const;
 
  private:
-  using CommFn =
-      std::function<void(phi::distributed::CommContext*, phi::Stream*, TaskState*)>;
   // Posts a send or receive (CommContext::PostSend/PostRecv) that ends with `done`.
   using PostFn = std::function<void(phi::distributed::CommContext*, TaskState*,
                                     phi::distributed::CommContext::P2PDone done)>;
@@ -251,6 +256,7 @@ class ProcessGroupWithStream : public ProcessGroup {
   std::vector<std::shared_ptr<OpObserver>> observers_;
   bool checks_before_issue_ = false;  // some observer's BeforeIssue does something
   mutable std::once_flag describe_once_;
+  mutable std::atomic<bool> describe_built_{false};  // describe_ is set (DescribePtr)
   mutable std::shared_ptr<const std::string> describe_;  // shared: tasks may outlive the group
 };
 
