@@ -70,7 +70,7 @@ DECLARE_int32(gloo_spin_us);
 // large messages read from the sender's memory (p2p_transport_internal.h); off on either rank
 // keeps that pair on the socket.
 DECLARE_bool(cpu_shm_transport);
-// The shared-memory segment's slot per rank, in KiB (0, the default: 256 KiB up to 32 ranks,
+// The shared-memory segment's slot per rank, in KiB (0, the default: 1 MiB up to 8 ranks,
 // less beyond). Read when a group's segment is made; rank 0's value sizes it.
 DECLARE_int32(cpu_shm_slot_kb);
 // Gloo's all-reduce algorithm for the sizes above the fused exchange on a network path:

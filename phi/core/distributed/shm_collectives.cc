@@ -56,6 +56,17 @@ void ShmGroup::ReducePiece(const char* in, char* out, int64_t count, DataType dt
   }
 }
 
+// While the op's data (the message on every rank) fit in about 8 MiB they stay in the
+// last-level cache, and the fewer the pieces the fewer the steps: a piece is a whole slot.
+// Beyond, the data stream from memory, and 256 KiB pieces keep what a piece touches (the
+// slots, this rank's slice of input and output) in cache. Measured on 2 and 4 ranks
+// (docs/benchmarks.md, "Slot size").
+size_t ShmGroup::ReducePieceBytes(size_t bytes) const {
+  constexpr size_t kCachedOpBytes = size_t{8} << 20, kStreamingPieceBytes = size_t{256} << 10;
+  if (bytes * static_cast<size_t>(size_) <= kCachedOpBytes) return slot_bytes_;
+  return std::min(slot_bytes_, kStreamingPieceBytes);
+}
+
 void ShmGroup::AllReduce(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op) {
   ReduceTo(OpKind::kAllReduce, in, out, count, dtype, op, -1);
 }
@@ -81,7 +92,7 @@ void ShmGroup::ReduceTo(OpKind kind, const void* in, void* out, int64_t count,
     }
     return;
   }
-  const int64_t piece = static_cast<int64_t>(slot_bytes_ / es);
+  const int64_t piece = static_cast<int64_t>(ReducePieceBytes(bytes) / es);
   for (int64_t off = 0; off < count; off += piece) {
     ReducePiece(static_cast<const char*>(in) + off * es, static_cast<char*>(out) + off * es,
                 std::min(piece, count - off), dtype, op, root);

@@ -73,12 +73,13 @@ size_t CellStride(int n) {
 }
 size_t SlotOffset(int n) { return CellOffset(n) + RoundUp(2 * n * CellStride(n), kPage); }
 
-// 256 KiB per rank and set up to 32 ranks, less beyond (the segment stays <= 16 MiB), never
+// 1 MiB per rank and set up to 8 ranks, less beyond (the segment stays <= 16 MiB), never
 // below `min_bytes`. FLAGS_cpu_shm_slot_kb overrides it (flags.h).
 size_t SlotBytesFor(int n, size_t min_bytes) {
-  // Why 256 KiB: the slots a piece touches then stay in cache (docs/benchmarks.md, "Slot
-  // size"); smaller slots split mid-size all-reduces into more pieces.
-  size_t s = std::min<size_t>(size_t{256} << 10, (size_t{8} << 20) / static_cast<size_t>(n));
+  // Why 1 MiB: an all-reduce whose data stay in cache runs in as few pieces (steps) as the
+  // slots allow; one that streams from memory uses smaller pieces of them (ReducePieceBytes,
+  // docs/benchmarks.md, "Slot size").
+  size_t s = std::min<size_t>(size_t{1} << 20, (size_t{8} << 20) / static_cast<size_t>(n));
   if (FLAGS_cpu_shm_slot_kb > 0) s = static_cast<size_t>(FLAGS_cpu_shm_slot_kb) << 10;
   return RoundUp(std::max(s, min_bytes), kPage);
 }

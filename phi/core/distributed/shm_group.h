@@ -153,6 +153,8 @@ class ShmGroup {
   // AllReduce (`root` < 0: every rank gets the result) and Reduce.
   void ReduceTo(OpKind kind, const void* in, void* out, int64_t count, DataType dtype,
                 ReduceOp op, int root);
+  // The piece a large all-reduce or reduce of `bytes` is cut into (<= a slot).
+  size_t ReducePieceBytes(size_t bytes) const;
   // A large all-reduce's piece (a use of two steps); `root` as in ReduceTo.
   void ReducePiece(const char* in, char* out, int64_t count, DataType dtype, ReduceOp op,
                    int root);
