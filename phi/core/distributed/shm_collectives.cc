@@ -60,7 +60,7 @@ void ShmGroup::ReducePiece(const char* in, char* out, int64_t count, DataType dt
 // last-level cache, and the fewer the pieces the fewer the steps: a piece is a whole slot.
 // Beyond, the data stream from memory, and 256 KiB pieces keep what a piece touches (the
 // slots, this rank's slice of input and output) in cache. Measured on 2 and 4 ranks
-// (docs/benchmarks.md, "Slot size").
+// (docs/benchmarks.md, "Reduction kernels and slot size").
 size_t ShmGroup::ReducePieceBytes(size_t bytes) const {
   constexpr size_t kCachedOpBytes = size_t{8} << 20, kStreamingPieceBytes = size_t{256} << 10;
   if (bytes * static_cast<size_t>(size_) <= kCachedOpBytes) return slot_bytes_;
