@@ -53,6 +53,10 @@ void PrepareOutput(DenseTensor* out, const DenseTensor& like, int64_t numel, con
     return;
   }
   CheckTensor(*out, what);
+  if (out == &like) {  // in place: its dtype and place are the input's
+    CheckNumel(out->numel(), numel, what);
+    return;
+  }
   CheckSameDtype(*out, what, like, "input");
   CheckNumel(out->numel(), numel, what);
   PADDLE_ENFORCE(out->place() == like.place(),

@@ -267,9 +267,39 @@ std::shared_ptr<StreamTask> ProcessGroupWithStream::NewTask(const OpDesc& desc, 
 namespace {
 bool IsP2P(CommType t) { return t == CommType::SEND || t == CommType::RECV; }
 
-// The job that runs one op on its stream: the agreement check first (when asked), then the
-// op. Failures are kept in the task's state and logged where they happen. Run on the stream
-// (a std::function owning it) or, by a sync op on an idle stream, on the caller's stack.
+// Runs one op on its stream: the agreement check first (when asked), then the op. Failures
+// are kept in the task's state and logged where they happen. What it needs is borrowed: from
+// Run's frame when a sync op runs on the issuing thread, from an OpJob on the stream.
+struct OpRef {
+  CommContext* comm;
+  phi::Stream* stream;
+  const CommFn& fn;
+  TaskState* state;
+  const std::string& group;
+  const OpDesc& desc;
+  bool check;
+  int gid;
+  phi::distributed::Store* store;
+  bool on_issuing_thread;  // run by RunIfIdle from Run: it starts as it is issued
+
+  void operator()() const {
+    if (on_issuing_thread) {
+      state->MarkStartedAtIssue();
+    } else {
+      state->MarkStarted();
+    }
+    try {
+      if (check) CheckAgreement(comm, stream, MakeAgreementRecord(desc), group, gid, store);
+      if (fn) fn(comm, stream, state);
+      state->MarkFinished(TaskStatus::kCompleted);
+    } catch (...) {
+      state->SetError(std::current_exception());
+      NoteFailure(group, desc, state->error(), state);
+    }
+  }
+};
+
+// An op queued on its stream (a std::function owning it): it owns what OpRef borrows.
 struct OpJob {
   CommContext* comm;
   phi::Stream* stream;
@@ -280,24 +310,9 @@ struct OpJob {
   bool check;
   int gid;
   std::shared_ptr<phi::distributed::Store> store;
-  bool on_issuing_thread = false;  // run by RunIfIdle from Run: it starts as it is issued
 
   void operator()() const {
-    if (on_issuing_thread) {
-      state->MarkStartedAtIssue();
-    } else {
-      state->MarkStarted();
-    }
-    try {
-      if (check) {
-        CheckAgreement(comm, stream, MakeAgreementRecord(desc), *group, gid, store.get());
-      }
-      if (fn) fn(comm, stream, state.get());
-      state->MarkFinished(TaskStatus::kCompleted);
-    } catch (...) {
-      state->SetError(std::current_exception());
-      NoteFailure(*group, desc, state->error(), state.get());
-    }
+    OpRef{comm, stream, fn, state.get(), *group, desc, check, gid, store.get(), false}();
   }
 };
 
@@ -490,21 +505,21 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
   lk.unlock();
 
   const bool check = AgreesInBand(place) && !p2p && !desc.agreed_in_op;
-  OpJob job{comm, stream, std::move(fn), task->state(), DescribePtr(), desc, check, GetGid(),
-            store_};
   // The fast path of a sync op (a small CPU all-reduce is mostly this path's cost): on an
   // idle stream with nothing to wait for, the op runs here and has ended when RunIfIdle
-  // returns, so there is no job to allocate, no event to record and no memory to record as
-  // in use. Only CPU streams run work inline; their completed event stands for the end.
+  // returns, so there is no job to own its parts, no event to record and no memory to record
+  // as in use. Only CPU streams run work inline; their completed event stands for the end.
   if (sync_op && !use_calc_stream && waits.empty()) {
-    job.on_issuing_thread = true;
-    if (stream->RunIfIdle([&job] { job(); })) {
+    const OpRef op{comm,  stream, fn,    task->state().get(), *DescribePtr(), desc, check,
+                   GetGid(), store_.get(), /*on_issuing_thread=*/true};
+    if (stream->RunIfIdle([&op] { op(); })) {
       task->Issue(phi::CpuEvent::Completed(), stream, {});
       task->Wait(timeout_.load());
       return task;
     }
-    job.on_issuing_thread = false;  // it goes to the stream's thread
   }
+  OpJob job{comm, stream, std::move(fn), task->state(), DescribePtr(), desc, check, GetGid(),
+            store_};
   std::vector<std::shared_ptr<phi::Allocation>> holders = HoldersOf(tensors);
   for (const auto& e : waits) stream->WaitEvent(*e);
   std::shared_ptr<phi::Event> end =
@@ -697,11 +712,12 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::AllReduce(DenseTensor* out, const 
     if (UseFusedAllReduce(in.place())) {
       d.agreed_in_op = true;
       AgreementRecord rec = MakeAgreementRecord(d);
+      // `this` outlives the op: a CPU op runs on the calling thread (the calc stream) or on
+      // the comm stream, which ShutdownStreams drains before the group's members go.
       return Run(d, in.place(), {&in, out},
-                 [=, group = DescribePtr(), gid = GetGid(), store = store_](
-                     CommContext* c, phi::Stream* s, TaskState*) {
-                   FusedSmallAllReduce(c, s, rec, src, dst, n, dt, red, *group, gid,
-                                       store.get());
+                 [=](CommContext* c, phi::Stream* s, TaskState*) {
+                   FusedSmallAllReduce(c, s, rec, src, dst, n, dt, red, Describe(), GetGid(),
+                                       store_.get());
                  },
                  sync_op, use_calc_stream);
     }

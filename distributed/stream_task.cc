@@ -62,21 +62,22 @@ void TaskState::MarkStarted() {
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(
                 std::chrono::steady_clock::now() - issued_at)
                 .count();
-  started_us.store(us > 0 ? us : 1);
-  status.store(TaskStatus::kStarted);
+  started_us.store(us > 0 ? us : 1, std::memory_order_relaxed);
+  status.store(TaskStatus::kStarted, std::memory_order_release);  // publishes started_us
 }
 
 void TaskState::MarkStartedAtIssue() {
-  started_us.store(1);  // what MarkStarted stores within a microsecond of the issue
-  status.store(TaskStatus::kStarted);
+  started_us.store(1, std::memory_order_relaxed);  // MarkStarted's, within a microsecond
+  status.store(TaskStatus::kStarted, std::memory_order_release);
 }
 
 void TaskState::MarkFinished(TaskStatus s) {
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(
                 std::chrono::steady_clock::now() - issued_at)
                 .count();
-  finished_us.store(us > 0 ? us : 1);
-  status.store(s);
+  finished_us.store(us > 0 ? us : 1, std::memory_order_relaxed);
+  // Release, not seq_cst (a fence on every op): readers only need what came before it.
+  status.store(s, std::memory_order_release);
 }
 
 StreamTask::StreamTask(int rank, OpDesc desc, bool sync_op,
