@@ -180,6 +180,9 @@ bool FitsExchange(phi::distributed::CommContext* comm, size_t bytes) {
 struct Gathered {
   const char* base = nullptr;  // rank r's record at base + r * stride, its payload after it
   size_t stride = 0;
+  // Every rank sent this rank's record, byte for byte, and none of them failed its checks:
+  // nothing to evaluate (`recs` is then left empty: the common case unpacks nothing).
+  bool agreed = false;
   std::vector<AgreementRecord> recs;
   std::vector<char> send;     // this rank's record and payload
   std::vector<char> fixed;    // the fixed-size exchange's output
@@ -216,6 +219,16 @@ const Gathered& Exchange(phi::distributed::CommContext* comm, phi::Stream* strea
     g.stride = slot;
     g.lengths.assign(static_cast<size_t>(size), slot);
   }
+  g.agreed = !mine.v[kFailed];
+  for (int r = 0; r < size && g.agreed; ++r) {
+    g.agreed = g.lengths[static_cast<size_t>(r)] == slot &&
+               std::memcmp(g.base + static_cast<size_t>(r) * g.stride, g.send.data(),
+                           kRecordBytes) == 0;
+  }
+  if (g.agreed) {
+    g.recs.clear();
+    return g;
+  }
   g.recs.resize(static_cast<size_t>(size));
   for (int r = 0; r < size; ++r) {
     UnpackRecord(g.base + static_cast<size_t>(r) * g.stride, g.lengths[static_cast<size_t>(r)],
@@ -230,7 +243,7 @@ void CheckAgreement(phi::distributed::CommContext* comm, phi::Stream* stream,
                     phi::distributed::Store* store) {
   if (comm->GetSize() == 1 && !mine.v[kFailed]) return;
   const Gathered& g = Exchange(comm, stream, mine, nullptr, 0);
-  EvaluateRecords(g.recs, comm->GetRank(), group, gid, store);
+  if (!g.agreed) EvaluateRecords(g.recs, comm->GetRank(), group, gid, store);
 }
 
 void FusedSmallAllReduce(phi::distributed::CommContext* comm, phi::Stream* stream,
@@ -250,7 +263,7 @@ void FusedSmallAllReduce(phi::distributed::CommContext* comm, phi::Stream* strea
   }
   const int size = comm->GetSize();
   const Gathered& g = Exchange(comm, stream, mine, in.data, bytes);
-  EvaluateRecords(g.recs, comm->GetRank(), group, gid, store);
+  if (!g.agreed) EvaluateRecords(g.recs, comm->GetRank(), group, gid, store);
   if (bytes == 0) return;
   // Every rank reduces the same payloads in rank order: the same bits everywhere.
   CpuAllReduceGathered(in.dtype, red.op, g.base + kRecordBytes, g.stride, size, in.count, recv);

@@ -348,6 +348,7 @@ void ShmGroup::Step() {
 // step (no rank went on to a second step) and the next op runs normally.
 void ShmGroup::CheckSignatures() const {
   for (int j = 0; j < size_; ++j) {
+    if (j == rank_) continue;
     const uint64_t theirs = CellOf(set_, j)->signature;
     if (theirs == signature_) continue;
     std::string detail;
