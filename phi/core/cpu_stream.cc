@@ -33,7 +33,7 @@ void CpuEvent::Record(Stream* stream) {
                                       stream->DebugString().c_str()));
   progress_ = worker->progress_;
   std::lock_guard<std::mutex> lk(progress_->mu);
-  ticket_ = progress_->submitted;
+  ticket_ = worker->RecordTicketLocked();
 }
 
 bool CpuEvent::Query() const {
@@ -158,29 +158,40 @@ void CpuWorkerStream::Launch(std::function<void()> fn) {
   {
     std::lock_guard<std::mutex> lk(progress_->mu);
     queue_.push_back(Job{++progress_->submitted, std::move(fn)});
+    busy_.fetch_add(kJob, std::memory_order_acq_rel);
   }
   work_cv_.notify_one();
 }
 
 bool CpuWorkerStream::RunIfIdle(const std::function<void()>& fn) {
-  uint64_t seq;
-  {
-    std::lock_guard<std::mutex> lk(progress_->mu);
-    bool idle = queue_.empty() && progress_->completed == progress_->submitted &&
-                !inline_running_;
-    if (!idle) return false;
-    // Claim the stream: jobs submitted meanwhile queue behind this one, and the worker
-    // does not start them until it is done (in-order semantics hold).
-    seq = ++progress_->submitted;
-    inline_running_ = true;
-  }
+  // Claim the stream: jobs launched meanwhile queue behind this one, and the worker does not
+  // start them until it is done (in-order semantics hold).
+  uint64_t idle = 0;
+  if (!busy_.compare_exchange_strong(idle, kInline, std::memory_order_acq_rel)) return false;
   RunJob(fn, name_);
+  uint64_t alone = kInline;
+  if (busy_.compare_exchange_strong(alone, 0, std::memory_order_acq_rel)) return true;
+  // Someone used the stream while the job ran. Under the lock no event can ticket a next
+  // inline job before this one's ticket is completed.
   std::lock_guard<std::mutex> lk(progress_->mu);
-  inline_running_ = false;
-  CompleteLocked(seq);
-  if (!queue_.empty()) work_cv_.notify_one();  // jobs queued behind the inline one
+  const uint64_t before = busy_.fetch_and(~(kInline | kTicketed), std::memory_order_acq_rel);
+  if (before & kTicketed) CompleteLocked(inline_ticket_);
+  if (before >= kJob) work_cv_.notify_one();  // jobs queued behind the inline one
   return true;
 }
+
+uint64_t CpuWorkerStream::RecordTicketLocked() {
+  // An inline job with no job queued behind it is the stream's last work: it takes the next
+  // ticket, which its end completes. Behind queued jobs, the last of them stands for it (the
+  // worker starts them after it).
+  uint64_t running = kInline;
+  if (busy_.compare_exchange_strong(running, kInline | kTicketed, std::memory_order_acq_rel)) {
+    inline_ticket_ = ++progress_->submitted;
+  }
+  return progress_->submitted;
+}
+
+bool CpuWorkerStream::Query() const { return busy_.load(std::memory_order_acquire) == 0; }
 
 void CpuWorkerStream::CompleteLocked(uint64_t seq) {
   progress_->completed = seq;
@@ -191,8 +202,10 @@ void CpuWorkerStream::Loop() {
   StreamJobScope scope;  // the worker thread only runs jobs (and drops their captures)
   std::unique_lock<std::mutex> lk(progress_->mu);
   while (true) {
-    work_cv_.wait(lk, [&] { return (!queue_.empty() && !inline_running_) ||
-                                   (stop_ && queue_.empty()); });
+    work_cv_.wait(lk, [&] {
+      return (!queue_.empty() && (busy_.load(std::memory_order_acquire) & kInline) == 0) ||
+             (stop_ && queue_.empty());
+    });
     if (queue_.empty()) return;  // stop_ and drained
     Job job = std::move(queue_.front());
     queue_.pop_front();
@@ -201,6 +214,7 @@ void CpuWorkerStream::Loop() {
     job.fn = nullptr;  // release captures before reporting completion
     lk.lock();
     CompleteLocked(job.seq);
+    busy_.fetch_sub(kJob, std::memory_order_acq_rel);
   }
 }
 

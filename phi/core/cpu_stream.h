@@ -2,6 +2,7 @@
 // (an in-order worker thread), with the events they record.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -73,6 +74,8 @@ class CpuProgressStream : public Stream {
  protected:
   explicit CpuProgressStream(const std::string& name);
   friend class CpuEvent;
+  // The ticket of an event recorded now: the last job submitted. Holds progress_->mu.
+  virtual uint64_t RecordTicketLocked() { return progress_->submitted; }
   std::shared_ptr<CpuStreamProgress> progress_;
 };
 
@@ -97,6 +100,13 @@ class CpuCompletionStream : public CpuProgressStream {
 
 // An in-order worker thread. A job that throws is logged and the stream goes on: callers
 // that care (the collective engine) catch inside their jobs and keep the error.
+//
+// RunIfIdle, the path of every small sync op, takes no lock when nobody else uses the stream
+// meanwhile: it claims the stream with one compare-and-swap of `busy_` (from 0: no job
+// launched and unfinished, no inline job) and releases it with another. The inline job has no
+// sequence number unless someone needs one while it runs: an event recorded on the stream
+// then (RecordTicketLocked) gives it the next one, which it completes at its end, and a job
+// launched then waits behind it; either makes the release take the lock.
 class CpuWorkerStream : public CpuProgressStream {
  public:
   explicit CpuWorkerStream(std::string name = "cpu-worker");
@@ -105,7 +115,11 @@ class CpuWorkerStream : public CpuProgressStream {
   void Launch(std::function<void()> fn) override;
   bool RunIfIdle(const std::function<void()>& fn) override;
   void WaitEvent(const Event& event) override;
+  bool Query() const override;
   std::string DebugString() const override;
+
+ protected:
+  uint64_t RecordTicketLocked() override;
 
  private:
   struct Job {
@@ -114,16 +128,21 @@ class CpuWorkerStream : public CpuProgressStream {
   };
   void Loop();
   static void RunJob(const std::function<void()>& fn, const std::string& name);
-
-  std::string name_;
-  // Marks progress (completed += 1) and wakes event waiters, if any. Holds progress_->mu.
+  // Marks progress (completed = seq) and wakes event waiters, if any. Holds progress_->mu.
   void CompleteLocked(uint64_t seq);
 
+  // busy_'s bits: an inline job runs; an event recorded meanwhile gave it inline_ticket_;
+  // and above them, kJob for each launched job not yet finished.
+  static constexpr uint64_t kInline = 1, kTicketed = 2, kJob = 4;
+
+  std::string name_;
   // The worker sleeps here, apart from event waiters, so that finishing an inline job
   // (the sync fast path) does not wake an idle worker for nothing.
   std::condition_variable work_cv_;
-  std::deque<Job> queue_;       // guarded by progress_->mu
-  bool inline_running_ = false;  // a RunIfIdle job runs on a caller thread
+  std::deque<Job> queue_;          // guarded by progress_->mu
+  std::atomic<uint64_t> busy_{0};  // changed under progress_->mu, except by RunIfIdle's claim
+                                   // and its lock-free release
+  uint64_t inline_ticket_ = 0;     // progress_->mu; valid while kTicketed is set
   bool stop_ = false;
   std::thread worker_;
 };

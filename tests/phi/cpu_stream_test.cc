@@ -3,6 +3,7 @@
 // LaunchPreferInline fast path.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -290,6 +291,85 @@ TEST(CpuStreamPreferInlineTest, WorkLaunchedDuringAnInlineJobRunsAfterIt) {
   });
   s.Synchronize(seconds(30));
   EXPECT_EQ(order, (std::vector<std::string>{"inline-start", "inline-end", "queued"}));
+}
+
+// An inline job takes a ticket only when someone records an event while it runs: that
+// event, recorded from another thread, must pass only once the job has ended.
+TEST(CpuStreamPreferInlineTest, EventRecordedDuringAnInlineJobWaitsForIt) {
+  CpuWorkerStream s("inline-ticket");
+  std::atomic<bool> started{false}, ended{false}, release{false};
+  std::thread runner([&] {
+    EXPECT_TRUE(s.RunIfIdle([&] {
+      started = true;
+      while (!release) std::this_thread::sleep_for(milliseconds(1));
+      ended = true;
+    }));
+  });
+  while (!started) std::this_thread::sleep_for(milliseconds(1));
+  EXPECT_FALSE(s.Query());
+  auto during = s.CreateEvent();
+  during->Record(&s);
+  EXPECT_FALSE(during->Query());
+  EXPECT_THROW(during->Synchronize(milliseconds(20)), phi::TimeoutError);
+  release = true;
+  during->Synchronize(seconds(30));
+  EXPECT_TRUE(ended.load());
+  runner.join();
+  EXPECT_TRUE(s.Query());
+  // The stream goes on numbering its work: a job launched after it and an event behind it.
+  std::atomic<bool> later{false};
+  s.Launch([&] { later = true; });
+  auto after = s.CreateEvent();
+  after->Record(&s);
+  after->Synchronize(seconds(30));
+  EXPECT_TRUE(later.load());
+  // An event recorded when nothing runs has passed.
+  auto idle = s.CreateEvent();
+  idle->Record(&s);
+  EXPECT_TRUE(idle->Query());
+}
+
+// Threads that run inline jobs, launch jobs and record events on one stream at once: no two
+// jobs ever run at a time, and an event a thread records passes only once every job that
+// thread submitted before it has run.
+TEST(CpuStreamPreferInlineTest, InlineLaunchAndRecordFromManyThreadsKeepOrder) {
+  CpuWorkerStream s("inline-stress");
+  constexpr int kThreads = 4, kRounds = 2000;
+  std::atomic<int> running{0}, overlaps{0}, early{0};
+  std::array<std::atomic<int>, kThreads> done{};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto job = [&, t] {
+        if (running.fetch_add(1) != 0) ++overlaps;
+        done[t].fetch_add(1);
+        running.fetch_sub(1);
+      };
+      int submitted = 0;
+      for (int i = 0; i < kRounds; ++i) {
+        switch ((i + t) % 3) {
+          case 0: s.LaunchPreferInline(job); ++submitted; break;
+          case 1: s.Launch(job); ++submitted; break;
+          default: {
+            auto e = s.CreateEvent();
+            e->Record(&s);
+            e->Synchronize(seconds(30));
+            if (done[t].load() != submitted) ++early;
+          }
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  s.Synchronize(seconds(30));
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_EQ(early.load(), 0);
+  for (int t = 0; t < kThreads; ++t) {
+    int expected = 0;
+    for (int i = 0; i < kRounds; ++i) expected += (i + t) % 3 != 2 ? 1 : 0;
+    EXPECT_EQ(done[t].load(), expected) << "thread " << t;
+  }
+  EXPECT_TRUE(s.Query());
 }
 
 TEST(CpuWorkerStreamTest, DestructorDrainsSubmittedWork) {
