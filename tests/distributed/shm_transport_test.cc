@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -227,6 +228,55 @@ TEST(ShmTransport, SmallOpsAcrossTheInlineLimitAndTheirMismatches) {
     }
     ExpectSum(&pg, 3, 5, "after the mismatch");
   });
+}
+
+// Broadcast, all-gather and gather move their data in 256 KiB pieces of the slots: sizes just
+// under, at and past a piece's end, and several pieces with a tail, byte by byte against each
+// rank's own pattern, from a root other than 0, on 2, 3 and 4 ranks.
+TEST(ShmTransport, CopyCollectivesAcrossPieceBoundaries) {
+  for (int world : {2, 3, 4}) {
+    RunRanks(world, [](const RankContext& ctx) {
+      ProcessGroupGloo pg(ctx.store, ctx.rank, ctx.world_size, 0, std::chrono::seconds(30));
+      const int n = ctx.world_size, root = n - 1;
+      auto pattern = [](int rank, int64_t i) {
+        return static_cast<uint8_t>((i * 131 + rank * 29 + (i >> 12)) & 0xff);
+      };
+      auto bytes_of = [](int rank, int64_t len, const std::function<uint8_t(int, int64_t)>& f) {
+        DenseTensor t(phi::CPUPlace(), DataType::UINT8, phi::DDim({len}));
+        for (int64_t i = 0; i < len; ++i) t.data<uint8_t>()[i] = f(rank, i);
+        return t;
+      };
+      constexpr int64_t kPiece = int64_t{256} << 10;
+      for (int64_t len : {kPiece - 4, kPiece, kPiece + 1, 3 * kPiece + 100, (int64_t{1} << 20) + 12}) {
+        const std::string at = std::to_string(n) + " ranks, " + std::to_string(len) + " bytes";
+        DenseTensor b = bytes_of(ctx.rank, len, [&](int r, int64_t i) {
+          return r == root ? pattern(r, i) : uint8_t{0};
+        });
+        pg.Broadcast(&b, b, {root, 0}, true);
+        for (int64_t i = 0; i < len; ++i) {
+          ASSERT_EQ(b.data<uint8_t>()[i], pattern(root, i)) << "broadcast, " << at << ", at " << i;
+        }
+        DenseTensor mine = bytes_of(ctx.rank, len, pattern), all, gathered;
+        pg.AllGather(&all, mine, true);
+        ASSERT_EQ(all.numel(), len * n) << at;
+        for (int r = 0; r < n; ++r) {
+          for (int64_t i = 0; i < len; ++i) {
+            ASSERT_EQ(all.data<uint8_t>()[r * len + i], pattern(r, i))
+                << "all-gather, " << at << ", rank " << r << "'s byte " << i;
+          }
+        }
+        pg.Gather(&gathered, mine, distributed::GatherOptions{root}, true, false);
+        if (ctx.rank != root) continue;
+        ASSERT_EQ(gathered.numel(), len * n) << at;
+        for (int r = 0; r < n; ++r) {
+          for (int64_t i = 0; i < len; ++i) {
+            ASSERT_EQ(gathered.data<uint8_t>()[r * len + i], pattern(r, i))
+                << "gather, " << at << ", rank " << r << "'s byte " << i;
+          }
+        }
+      }
+    });
+  }
 }
 
 // One rank with the transport off: the whole group stays on TCP, and stays correct.

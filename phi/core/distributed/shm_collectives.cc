@@ -61,11 +61,21 @@ void ShmGroup::ReducePiece(const char* in, char* out, int64_t count, DataType dt
 // Beyond, the data stream from memory, and 256 KiB pieces keep what a piece touches (the
 // slots, this rank's slice of input and output) in cache. Measured on 2 and 4 ranks
 // (docs/benchmarks.md, "Reduction kernels and slot size").
+namespace {
+constexpr size_t kStreamingPieceBytes = size_t{256} << 10;
+}  // namespace
+
 size_t ShmGroup::ReducePieceBytes(size_t bytes) const {
-  constexpr size_t kCachedOpBytes = size_t{8} << 20, kStreamingPieceBytes = size_t{256} << 10;
+  constexpr size_t kCachedOpBytes = size_t{8} << 20;
   if (bytes * static_cast<size_t>(size_) <= kCachedOpBytes) return slot_bytes_;
   return std::min(slot_bytes_, kStreamingPieceBytes);
 }
+
+// A collective that only copies (broadcast, all-gather, gather) moves 256 KiB pieces at any
+// size: the writer fills the next piece while the readers copy the last one out, and both
+// stay in cache. Whole 1 MiB slots were 2-4x slower from 1 MiB up, on 2 and 4 ranks
+// (docs/benchmarks.md, "Copy-only collectives: 256 KiB pieces").
+size_t ShmGroup::CopyPieceBytes() const { return std::min(slot_bytes_, kStreamingPieceBytes); }
 
 void ShmGroup::AllReduce(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op) {
   ReduceTo(OpKind::kAllReduce, in, out, count, dtype, op, -1);
@@ -109,8 +119,9 @@ void ShmGroup::Broadcast(const void* in, void* out, size_t bytes, int root) {
     if (rank_ != root) Copy(out, CellOf(set, root)->data, bytes);
     return;
   }
-  for (size_t off = 0; off < bytes; off += slot_bytes_) {
-    const size_t len = std::min(slot_bytes_, bytes - off);
+  const size_t piece = CopyPieceBytes();
+  for (size_t off = 0; off < bytes; off += piece) {
+    const size_t len = std::min(piece, bytes - off);
     const int set = NextSet();
     if (rank_ == root) Copy(Slot(set, root), static_cast<const char*>(in) + off, len);
     Step();
@@ -130,8 +141,9 @@ void ShmGroup::AllGather(const void* in, void* out, size_t bytes) {
     }
     return;
   }
-  for (size_t off = 0; off < bytes; off += slot_bytes_) {
-    const size_t len = std::min(slot_bytes_, bytes - off);
+  const size_t piece = CopyPieceBytes();
+  for (size_t off = 0; off < bytes; off += piece) {
+    const size_t len = std::min(piece, bytes - off);
     const int set = NextSet();
     Copy(Slot(set, rank_), static_cast<const char*>(in) + off, len);
     Step();
@@ -172,8 +184,9 @@ void ShmGroup::ReduceScatter(const void* in, void* out, int64_t recv_count, Data
 
 void ShmGroup::Gather(const void* in, void* out, size_t bytes, int root) {
   BeginOp(OpKind::kGather, bytes, root);
-  for (size_t off = 0; off < bytes; off += slot_bytes_) {
-    const size_t len = std::min(slot_bytes_, bytes - off);
+  const size_t piece = CopyPieceBytes();
+  for (size_t off = 0; off < bytes; off += piece) {
+    const size_t len = std::min(piece, bytes - off);
     const int set = NextSet();
     if (rank_ != root) Copy(Slot(set, rank_), static_cast<const char*>(in) + off, len);
     Step();

@@ -155,6 +155,7 @@ class ShmGroup {
                 ReduceOp op, int root);
   // The piece a large all-reduce or reduce of `bytes` is cut into (<= a slot).
   size_t ReducePieceBytes(size_t bytes) const;
+  size_t CopyPieceBytes() const;  // broadcast, all-gather, gather
   // A large all-reduce's piece (a use of two steps); `root` as in ReduceTo.
   void ReducePiece(const char* in, char* out, int64_t count, DataType dtype, ReduceOp op,
                    int root);
