@@ -56,15 +56,16 @@ void ShmGroup::ReducePiece(const char* in, char* out, int64_t count, DataType dt
   }
 }
 
+namespace {
+// What a piece of data streaming from memory is cut into (ReducePieceBytes, CopyPieceBytes).
+constexpr size_t kStreamingPieceBytes = size_t{256} << 10;
+}  // namespace
+
 // While the op's data (the message on every rank) fit in about 8 MiB they stay in the
 // last-level cache, and the fewer the pieces the fewer the steps: a piece is a whole slot.
 // Beyond, the data stream from memory, and 256 KiB pieces keep what a piece touches (the
 // slots, this rank's slice of input and output) in cache. Measured on 2 and 4 ranks
 // (docs/benchmarks.md, "Reduction kernels and slot size").
-namespace {
-constexpr size_t kStreamingPieceBytes = size_t{256} << 10;
-}  // namespace
-
 size_t ShmGroup::ReducePieceBytes(size_t bytes) const {
   constexpr size_t kCachedOpBytes = size_t{8} << 20;
   if (bytes * static_cast<size_t>(size_) <= kCachedOpBytes) return slot_bytes_;

@@ -78,7 +78,8 @@ size_t SlotOffset(int n) { return CellOffset(n) + RoundUp(2 * n * CellStride(n),
 size_t SlotBytesFor(int n, size_t min_bytes) {
   // Why 1 MiB: an all-reduce whose data stay in cache runs in as few pieces (steps) as the
   // slots allow; one that streams from memory uses smaller pieces of them (ReducePieceBytes,
-  // docs/benchmarks.md, "Reduction kernels and slot size").
+  // docs/benchmarks.md, "Reduction kernels and slot size"), and the copy-only collectives
+  // always do (CopyPieceBytes).
   size_t s = std::min<size_t>(size_t{1} << 20, (size_t{8} << 20) / static_cast<size_t>(n));
   if (FLAGS_cpu_shm_slot_kb > 0) s = static_cast<size_t>(FLAGS_cpu_shm_slot_kb) << 10;
   return RoundUp(std::max(s, min_bytes), kPage);
