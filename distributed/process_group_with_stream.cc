@@ -510,8 +510,8 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
   // returns, so there is no job to own its parts, no event to record and no memory to record
   // as in use. Only CPU streams run work inline; their completed event stands for the end.
   if (sync_op && !use_calc_stream && waits.empty()) {
-    const OpRef op{comm,  stream, fn,    task->state().get(), *DescribePtr(), desc, check,
-                   GetGid(), store_.get(), /*on_issuing_thread=*/true};
+    const OpRef op{comm, stream, fn, task->state().get(), *DescribePtr(), desc, check, GetGid(),
+                   store_.get(), /*on_issuing_thread=*/true};
     if (stream->RunIfIdle([&op] { op(); })) {
       task->Issue(phi::CpuEvent::Completed(), stream, {});
       task->Wait(timeout_.load());

@@ -69,8 +69,8 @@ class TensorRefs {
 };
 
 // An op's body as the engine runs it on a stream. Inline storage: op bodies capture up to
-// about 150 bytes (the fused all-reduce's: its agreement record, buffers, reduction, group),
-// which std::function would allocate for on every op (inline_function.h).
+// about 120 bytes (the fused all-reduce's: its agreement record, buffers, reduction and the
+// group's pointer), which std::function would allocate for on every op (inline_function.h).
 using CommFn =
     phi::InlineFunction<void(phi::distributed::CommContext*, phi::Stream*, TaskState*), 160>;
 

@@ -3,7 +3,7 @@
 //
 // Why: the engine wraps every op's body in one (distributed/process_group_with_stream.h,
 // CommFn, N = 160). Those bodies capture pointers, sizes, a reduction and an agreement
-// record, up to about 150 bytes, which std::function (16 bytes inline in libstdc++) allocates
+// record, up to about 120 bytes, which std::function (16 bytes inline in libstdc++) allocates
 // for on every op; a small all-reduce is short enough that the allocation and its free show
 // in its time. Larger callables still work: they go to the heap, as with std::function.
 #pragma once
