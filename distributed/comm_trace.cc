@@ -44,11 +44,10 @@ class Tracer {
     return *t;
   }
 
-  void AddTask(const OpDesc& desc, std::shared_ptr<TaskState> state, int gid, int rank,
-               int64_t bytes) {
+  void AddTask(std::shared_ptr<TaskState> state, int gid, int rank, int64_t bytes) {
     std::lock_guard<std::mutex> lk(mu_);
     if (!Room()) return;
-    tasks_.push_back({desc, std::move(state), gid, rank, bytes});
+    tasks_.push_back({std::move(state), gid, rank, bytes});
   }
 
   void AddSpan(const char* name, Clock::time_point start, Clock::time_point end) {
@@ -79,14 +78,15 @@ class Tracer {
     }
     int64_t written = 0;
     for (const auto& t : tasks_) {
+      const OpDesc& desc = t.state->desc;
       int64_t started = t.state->started_us.load(), finished = t.state->finished_us.load();
-      std::string name = std::string(CommTypeToString(t.desc.type)) +
-                         (t.desc.name.empty() ? "" : " " + t.desc.name);
+      std::string name = std::string(CommTypeToString(desc.type)) +
+                         (desc.name.empty() ? "" : " " + desc.name);
       std::ostringstream args;
-      args << "{\"seq\": " << t.desc.seq << ", \"p2p_seq\": " << t.desc.p2p_seq
+      args << "{\"seq\": " << desc.seq << ", \"p2p_seq\": " << desc.p2p_seq
            << ", \"group\": " << t.gid << ", \"rank\": " << t.rank
            << ", \"bytes\": " << t.bytes << ", \"dtype\": \""
-           << phi::DataTypeToString(t.desc.dtype) << "\", \"state\": \""
+           << phi::DataTypeToString(desc.dtype) << "\", \"state\": \""
            << TaskStatusName(t.state->status.load()) << "\"}";
       // The issue, on the thread that called the op.
       f << ",\n{\"ph\": \"i\", \"s\": \"t\", \"name\": " << Json("issue " + name)
@@ -137,8 +137,7 @@ class Tracer {
   }
 
   struct Task {
-    OpDesc desc;
-    std::shared_ptr<TaskState> state;
+    std::shared_ptr<TaskState> state;  // holds the op's desc
     int gid, rank;
     int64_t bytes;
   };
@@ -162,9 +161,10 @@ namespace {
 class CommTraceObserver : public OpObserver {
  public:
   CommTraceObserver(int gid, int rank) : gid_(gid), rank_(rank) {}
-  void OnIssue(const OpDesc& desc, const std::shared_ptr<TaskState>& state) override {
+  void OnIssue(const std::shared_ptr<TaskState>& state) override {
     if (!CommTraceEnabled()) return;
-    Tracer::Get().AddTask(desc, state, gid_, rank_,
+    const OpDesc& desc = state->desc;
+    Tracer::Get().AddTask(state, gid_, rank_,
                           desc.numel_in * static_cast<int64_t>(phi::SizeOf(desc.dtype)));
   }
 

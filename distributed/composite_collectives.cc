@@ -42,7 +42,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Scatter(DenseTensor* out, const De
     size_t bytes = static_cast<size_t>(n) * phi::SizeOf(dt);
     phi::Place place = out->place();
     OpDesc d{CommType::SCATTER, 0, rank == root ? n * size : 0, n, dt, root};
-    return Run(d, place, {rank == root ? &in : nullptr, out},
+    return Run(std::move(d), place, {rank == root ? &in : nullptr, out},
                [=](CommContext* c, phi::Stream* s, TaskState*) {
                  if (c->HasNativeGatherScatter()) {
                    c->Scatter(src, dst, n, dt, root, s);
@@ -147,7 +147,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Gather(std::vector<DenseTensor>* o
     DataType dt = in.dtype();
     phi::Place place = in.place();
     OpDesc d{CommType::GATHER, 0, n, GetRank() == root ? n * size : 0, dt, root};
-    return Run(d, place, tensors,
+    return Run(std::move(d), place, tensors,
                [=](CommContext* c, phi::Stream* s, TaskState*) {
                  GatherBlocks(c, s, src, dsts, n, dt, root, place);
                },
@@ -203,7 +203,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::AllToAll(
     DataType dt = in.dtype();
     phi::Place place = in.place();
     OpDesc d{CommType::ALLTOALL, 0, in.numel(), out->numel(), dt, -1};
-    return Run(d, place, {&in, out},
+    return Run(std::move(d), place, {&in, out},
                [=, sc = send.counts, rc = recv.counts, so = send.offsets,
                 ro = recv.offsets, src = in.data(), dst = out->data()](
                    CommContext* c, phi::Stream* s, TaskState*) {
@@ -254,7 +254,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::AllToAll(std::vector<DenseTensor>*
     int64_t total_in = std::accumulate(sc.begin(), sc.end(), int64_t{0});
     int64_t total_out = std::accumulate(rc.begin(), rc.end(), int64_t{0});
     OpDesc d{CommType::ALLTOALL, 0, total_in, total_out, dt, -1};
-    return Run(d, place, tensors,
+    return Run(std::move(d), place, tensors,
                [=](CommContext* c, phi::Stream* s, TaskState*) {
                  ExchangeBlocks(c, s, srcs, dsts, sc, rc, dt, place);
                },
@@ -277,7 +277,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Send(const DenseTensor& tensor, in
   OpDesc d{CommType::SEND, 0, n, 0, dt, dst_rank};
   d.tag = tag;
   return Run(
-      d, tensor.place(), {&tensor},
+      std::move(d), tensor.place(), {&tensor},
       [=](CommContext* c, phi::Stream* s, TaskState*) { c->Send(src, n, dt, dst_rank, tag, s); },
       sync_op, use_calc_stream,
       [=](CommContext* c, TaskState*, CommContext::P2PDone done) {
@@ -301,7 +301,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Recv(DenseTensor* tensor, int src_
   int tag = opts.tag;
   OpDesc d{CommType::RECV, 0, 0, n, dt, src_rank};
   d.tag = tag;
-  return Run(d, tensor->place(), {tensor},
+  return Run(std::move(d), tensor->place(), {tensor},
              [=](CommContext* c, phi::Stream* s, TaskState* st) {
                PADDLE_ENFORCE(src_rank != kAnySource || c->SupportsAnySource(),
                               phi::errors::Unimplemented(
@@ -337,7 +337,8 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Barrier(const BarrierOptions& opts
     };
   }
   // The tensor dies on return; its block stays reserved until the stream passes the op.
-  return Run(d, place, {&flag}, std::move(fn), /*sync_op=*/true, /*use_calc_stream=*/false);
+  return Run(std::move(d), place, {&flag}, std::move(fn), /*sync_op=*/true,
+             /*use_calc_stream=*/false);
 }
 
 }  // namespace distributed

@@ -16,17 +16,13 @@ namespace distributed {
 class FlightRecorder : public OpObserver {
  public:
   explicit FlightRecorder(size_t capacity) : capacity_(capacity) {}
-  void Record(const OpDesc& desc, std::shared_ptr<TaskState> state);
-  void OnIssue(const OpDesc& desc, const std::shared_ptr<TaskState>& state) override {
-    Record(desc, state);
-  }
+  void Record(std::shared_ptr<TaskState> state);
+  void OnIssue(const std::shared_ptr<TaskState>& state) override { Record(state); }
   // Oldest first, one op per line.
   std::string Dump() const;
 
-  struct Entry {
-    OpDesc desc;
-    std::shared_ptr<TaskState> state;
-  };
+  // An op: what it is (desc), how far it got and when.
+  using Entry = std::shared_ptr<TaskState>;
   // The recorded ops, oldest first (the watchdog's view).
   std::vector<Entry> Snapshot() const;
   // The recorded ops as the dump files tools/fr_trace reads: one op per line,

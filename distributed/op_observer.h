@@ -26,8 +26,8 @@ class OpObserver {
   // cross-rank check's verdict, which every rank of the group raises alike: no failure notice
   // follows it.
   virtual void BeforeIssue(const OpDesc& desc, const std::string& group_desc) {}
-  // Every op, once it has its sequence numbers and its task's state.
-  virtual void OnIssue(const OpDesc& desc, const std::shared_ptr<TaskState>& state) {}
+  // Every op, once it has its sequence numbers and its task's state (which holds its desc).
+  virtual void OnIssue(const std::shared_ptr<TaskState>& state) {}
 };
 
 }  // namespace distributed

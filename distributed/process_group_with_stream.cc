@@ -33,7 +33,6 @@ struct CoalescingState {
     CommFn fn;
     std::shared_ptr<StreamTask> task;
     std::vector<std::shared_ptr<phi::Allocation>> holders;
-    OpDesc desc;
   };
   bool has_place = false;
   phi::Place place;
@@ -51,8 +50,9 @@ namespace {
 // that have not issued the op, from the progress they publish on the watchdog's tick.
 class GroupReporter : public TaskReporter {
  public:
-  GroupReporter(std::shared_ptr<FlightRecorder> recorder, std::weak_ptr<WatchTarget> watch)
-      : recorder_(std::move(recorder)), watch_(std::move(watch)) {}
+  GroupReporter(std::string group, std::shared_ptr<FlightRecorder> recorder,
+                std::weak_ptr<WatchTarget> watch)
+      : TaskReporter(std::move(group)), recorder_(std::move(recorder)), watch_(std::move(watch)) {}
   std::string RecentOps() const override { return recorder_->Dump(); }
   std::string ProgressFor(const OpDesc& desc) const override {
     // The store reads are bounded: the waiter has already timed out.
@@ -101,7 +101,6 @@ ProcessGroupWithStream::ProcessGroupWithStream(std::shared_ptr<phi::distributed:
       gid, rank, size, timeout_.load(), recorder_, store_,
       [this](const std::string& why) { AbortComm(why); });
   WatchGroup(watch_);
-  reporter_ = std::make_shared<GroupReporter>(recorder_, watch_);
 }
 
 ProcessGroupWithStream::~ProcessGroupWithStream() {
@@ -190,17 +189,25 @@ void ProcessGroupWithStream::AbortComm(const std::string& why) {
   for (const auto& place : places) GetOrCreateCommContext(place)->Abort(why);
 }
 
-const std::shared_ptr<const std::string>& ProcessGroupWithStream::DescribePtr() const {
+const std::shared_ptr<const TaskReporter>& ProcessGroupWithStream::Reporter() const {
   // Every op asks for it: after the first call one acquire load, not call_once's.
-  if (describe_built_.load(std::memory_order_acquire)) return describe_;
-  std::call_once(describe_once_, [this] {
-    describe_ = std::make_shared<const std::string>(
+  if (reporter_built_.load(std::memory_order_acquire)) return reporter_;
+  std::call_once(reporter_once_, [this] {
+    reporter_ = std::make_shared<GroupReporter>(
         "ProcessGroup" + GetBackendName() + "(gid " + std::to_string(GetGid()) +
-        DescSuffix(group_desc_) + ", rank " + std::to_string(GetRank()) + "/" +
-        std::to_string(GetSize()) + ")");
-    describe_built_.store(true, std::memory_order_release);
+            DescSuffix(group_desc_) + ", rank " + std::to_string(GetRank()) + "/" +
+            std::to_string(GetSize()) + ")",
+        recorder_, watch_);
+    reporter_built_.store(true, std::memory_order_release);
   });
-  return describe_;
+  return reporter_;
+}
+
+const std::string& ProcessGroupWithStream::Describe() const { return Reporter()->group(); }
+
+std::shared_ptr<const std::string> ProcessGroupWithStream::DescribePtr() const {
+  const auto& reporter = Reporter();
+  return std::shared_ptr<const std::string>(reporter, &reporter->group());
 }
 
 bool ProcessGroupWithStream::BlockingWait() const { return FLAGS_comm_blocking_wait; }
@@ -255,11 +262,11 @@ static std::shared_ptr<phi::Event> LaunchJob(phi::Stream* stream, std::function<
   return end;
 }
 
-std::shared_ptr<StreamTask> ProcessGroupWithStream::NewTask(const OpDesc& desc, bool sync_op,
+std::shared_ptr<StreamTask> ProcessGroupWithStream::NewTask(OpDesc&& desc, bool sync_op,
                                                             phi::Stream* calc) {
-  auto task = std::make_shared<StreamTask>(GetRank(), desc, sync_op, DescribePtr(), calc,
-                                           BlockingWait(), timeout_.load(), reporter_);
-  for (const auto& o : observers_) o->OnIssue(desc, task->state());
+  auto task = std::make_shared<StreamTask>(GetRank(), std::move(desc), sync_op, calc,
+                                           BlockingWait(), timeout_.load(), Reporter());
+  for (const auto& o : observers_) o->OnIssue(task->state());
   return task;
 }
 
@@ -274,9 +281,8 @@ struct OpRef {
   CommContext* comm;
   phi::Stream* stream;
   const CommFn& fn;
-  TaskState* state;
+  TaskState* state;  // holds the op's desc
   const std::string& group;
-  const OpDesc& desc;
   bool check;
   int gid;
   phi::distributed::Store* store;
@@ -289,12 +295,14 @@ struct OpRef {
       state->MarkStarted();
     }
     try {
-      if (check) CheckAgreement(comm, stream, MakeAgreementRecord(desc), group, gid, store);
+      if (check) {
+        CheckAgreement(comm, stream, MakeAgreementRecord(state->desc), group, gid, store);
+      }
       if (fn) fn(comm, stream, state);
       state->MarkFinished(TaskStatus::kCompleted);
     } catch (...) {
       state->SetError(std::current_exception());
-      NoteFailure(group, desc, state->error(), state);
+      NoteFailure(group, state->desc, state->error(), state);
     }
   }
 };
@@ -306,13 +314,12 @@ struct OpJob {
   CommFn fn;
   std::shared_ptr<TaskState> state;
   std::shared_ptr<const std::string> group;
-  OpDesc desc;
   bool check;
   int gid;
   std::shared_ptr<phi::distributed::Store> store;
 
   void operator()() const {
-    OpRef{comm, stream, fn, state.get(), *group, desc, check, gid, store.get(), false}();
+    OpRef{comm, stream, fn, state.get(), *group, check, gid, store.get(), false}();
   }
 };
 
@@ -323,15 +330,15 @@ std::function<void()> MakePostJob(CommContext* comm,
                                                      CommContext::P2PDone)> post,
                                   std::shared_ptr<TaskState> state,
                                   std::shared_ptr<phi::CpuCompletionStream> lane, uint64_t ticket,
-                                  std::shared_ptr<const std::string> group, OpDesc desc) {
+                                  std::shared_ptr<const std::string> group) {
   return [=, post = std::move(post)] {
     state->MarkStarted();
     auto ended = std::make_shared<std::atomic<bool>>(false);
-    CommContext::P2PDone done = [state, lane, ticket, group, desc, ended](std::exception_ptr e) {
+    CommContext::P2PDone done = [state, lane, ticket, group, ended](std::exception_ptr e) {
       if (ended->exchange(true)) return;
       if (e) {
         state->SetError(e);
-        NoteFailure(*group, desc, e, state.get());
+        NoteFailure(*group, state->desc, e, state.get());
       } else {
         state->MarkFinished(TaskStatus::kCompleted);
       }
@@ -409,7 +416,7 @@ bool ProcessGroupWithStream::AgreesInBand(const phi::Place& place) const {
          GetSize() > 1;
 }
 
-ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place& place,
+ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc&& desc, const phi::Place& place,
                                                   const TensorRefs& tensors,
                                                   CommFn fn, bool sync_op,
                                                   bool use_calc_stream, PostFn post) {
@@ -465,14 +472,14 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
     desc.seq = ++seq_;
   }
   ops_issued_.store(seq_ + p2p_seq_, std::memory_order_relaxed);
-  desc.name = CommNameScope::Current();
-  auto task = NewTask(desc, sync_op, calc);
-  VLOG(3) << Describe() << " issue " << (VLOG_IS_ON(3) ? desc.ToString() : "");
+  if (const std::string& name = CommNameScope::Current(); !name.empty()) desc.name = name;
+  const std::shared_ptr<StreamTask> task = NewTask(std::move(desc), sync_op, calc);
+  const OpDesc& op = task->desc();  // `desc` moved into the task's state
+  VLOG(3) << Describe() << " issue " << (VLOG_IS_ON(3) ? op.ToString() : "");
 
   if (coalescing_) {
     coalescing_->any_sync |= sync_op;
-    coalescing_->jobs.push_back(
-        CoalescingState::Job{std::move(fn), task, HoldersOf(tensors), desc});
+    coalescing_->jobs.push_back(CoalescingState::Job{std::move(fn), task, HoldersOf(tensors)});
     return task;
   }
   const bool on_lane = p2p && !use_calc_stream && place.is_cpu();
@@ -480,7 +487,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
     // Posted from the comm stream, in order after the comm stream's earlier work; ended by
     // the engine's callback on the lane. Later ops do not wait for it: the engine's
     // point-to-point transport is its own.
-    auto lane = std::static_pointer_cast<phi::CpuCompletionStream>(P2PLaneLocked(desc, true));
+    auto lane = std::static_pointer_cast<phi::CpuCompletionStream>(P2PLaneLocked(op, true));
     const uint64_t ticket = lane->Begin();
     std::shared_ptr<phi::Event> end = lane->CreateEvent();
     end->Record(lane.get());
@@ -490,8 +497,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
     // A post never blocks on the peer: it runs on this thread when the comm stream is idle
     // (no hand-over to the stream's thread), behind its earlier work otherwise.
     LaunchJob(comm_stream,
-              MakePostJob(comm, std::move(post), task->state(), lane, ticket, DescribePtr(),
-                          desc),
+              MakePostJob(comm, std::move(post), task->state(), lane, ticket, DescribePtr()),
               /*prefer_inline=*/true);
     task->ServeWhileWaiting(comm->P2PPoller());
     task->Issue(end, lane.get(), HoldersOf(tensors));
@@ -499,27 +505,25 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Run(OpDesc desc, const phi::Place&
     if (sync_op) task->Wait(timeout_.load());
     return task;
   }
-  std::shared_ptr<phi::Stream> lane = on_lane ? P2PLaneLocked(desc, false) : nullptr;
+  std::shared_ptr<phi::Stream> lane = on_lane ? P2PLaneLocked(op, false) : nullptr;
   phi::Stream* stream = use_calc_stream ? calc : on_lane ? lane.get() : comm_stream;
   const auto waits = OrderLocked(stream, calc, comm_stream, on_lane);
   lk.unlock();
 
-  const bool check = AgreesInBand(place) && !p2p && !desc.agreed_in_op;
+  const bool check = AgreesInBand(place) && !p2p && !op.agreed_in_op;
   // The fast path of a sync op (a small CPU all-reduce is mostly this path's cost): on an
   // idle stream with nothing to wait for, the op runs here and has ended when RunIfIdle
   // returns, so there is no job to own its parts, no event to record and no memory to record
   // as in use. Only CPU streams run work inline; their completed event stands for the end.
   if (sync_op && !use_calc_stream && waits.empty()) {
-    const OpRef op{comm, stream, fn, task->state().get(), *DescribePtr(), desc, check, GetGid(),
-                   store_.get(), /*on_issuing_thread=*/true};
-    if (stream->RunIfIdle([&op] { op(); })) {
-      task->Issue(phi::CpuEvent::Completed(), stream, {});
-      task->Wait(timeout_.load());
+    const OpRef inline_op{comm,  stream,   fn, task->state().get(), Describe(),
+                          check, GetGid(), store_.get(), /*on_issuing_thread=*/true};
+    if (stream->RunIfIdle([&inline_op] { inline_op(); })) {
+      task->IssueRanInline();
       return task;
     }
   }
-  OpJob job{comm, stream, std::move(fn), task->state(), DescribePtr(), desc, check, GetGid(),
-            store_};
+  OpJob job{comm, stream, std::move(fn), task->state(), DescribePtr(), check, GetGid(), store_};
   std::vector<std::shared_ptr<phi::Allocation>> holders = HoldersOf(tensors);
   for (const auto& e : waits) stream->WaitEvent(*e);
   std::shared_ptr<phi::Event> end =
@@ -572,7 +576,7 @@ void ProcessGroupWithStream::NotifyLocalFailure(CommType type, const std::string
     // Takes this op's place in the sequence; its check raises on every rank. Its failure
     // here is heard already (the caller gets the local error): neither the watchdog nor the
     // unheard-failure log reports it.
-    auto notice = Run(d, BarrierPlace({}), {}, nullptr, /*sync_op=*/false,
+    auto notice = Run(std::move(d), BarrierPlace({}), {}, nullptr, /*sync_op=*/false,
                       /*use_calc_stream=*/false);
     std::static_pointer_cast<StreamTask>(notice)->state()->timeout_reported.store(true);
   } catch (const std::exception& e) {
@@ -610,7 +614,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
     // A group of sends and receives only (batch_isend_irecv) is point-to-point traffic.
     const bool only_p2p =
         !c->jobs.empty() && std::all_of(c->jobs.begin(), c->jobs.end(), [](const auto& j) {
-          return IsP2P(j.desc.type);
+          return IsP2P(j.task->desc().type);
         });
     if (only_p2p) {
       seq = seq_;
@@ -627,8 +631,8 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
   desc.numel_in = static_cast<int64_t>(c->jobs.size());  // ops in the group
   if (c->jobs.empty()) {  // nothing to issue: a task that is already complete
     phi::Stream* host = phi::DeviceContextPool::Instance().Get(phi::CPUPlace())->stream();
-    auto done = std::make_shared<StreamTask>(GetRank(), desc, false, DescribePtr(), host, false,
-                                             timeout_.load(), reporter_);
+    auto done = std::make_shared<StreamTask>(GetRank(), std::move(desc), false, host, false,
+                                             timeout_.load(), Reporter());
     done->Issue(std::shared_ptr<phi::Event>(host->CreateEvent()), host, {});
     return done;
   }
@@ -637,7 +641,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
   phi::Stream* comm_stream = CommStreamContext(c->place)->stream();
   phi::Stream* stream = c->use_calc_stream ? calc : comm_stream;
 
-  auto group_task = NewTask(desc, c->any_sync, calc);
+  auto group_task = NewTask(OpDesc(desc), c->any_sync, calc);
   std::vector<std::shared_ptr<phi::Event>> waits;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -654,7 +658,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::EndCoalescing() {
   std::vector<OpDesc> members;
   for (auto& j : c->jobs) {
     jobs->push_back(GroupJob{std::move(j.fn), j.task->state()});
-    members.push_back(j.desc);
+    members.push_back(j.task->desc());
   }
   // Only groups with a collective are checked: those every rank calls. A group of sends and
   // receives (batch_isend_irecv) involves its peers only, which check sizes pair by pair.
@@ -714,14 +718,14 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::AllReduce(DenseTensor* out, const 
       AgreementRecord rec = MakeAgreementRecord(d);
       // `this` outlives the op: a CPU op runs on the calling thread (the calc stream) or on
       // the comm stream, which ShutdownStreams drains before the group's members go.
-      return Run(d, in.place(), {&in, out},
+      return Run(std::move(d), in.place(), {&in, out},
                  [=](CommContext* c, phi::Stream* s, TaskState*) {
                    FusedSmallAllReduce(c, s, rec, src, dst, n, dt, red, Describe(), GetGid(),
                                        store_.get());
                  },
                  sync_op, use_calc_stream);
     }
-    return Run(d, in.place(), {&in, out},
+    return Run(std::move(d), in.place(), {&in, out},
                [=](CommContext* c, phi::Stream* s, TaskState*) {
                  c->AllReduce(src, dst, n, dt, red, s);
                },
@@ -747,7 +751,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Broadcast(DenseTensor* out, const 
     int64_t n = in.numel();
     DataType dt = in.dtype();
     OpDesc d{CommType::BROADCAST, 0, n, n, dt, root};
-    return Run(d, in.place(), {&in, out},
+    return Run(std::move(d), in.place(), {&in, out},
                [=](CommContext* c, phi::Stream* s, TaskState*) {
                  c->Broadcast(src, dst, n, dt, root, s);
                },
@@ -770,7 +774,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::Reduce(DenseTensor* out, const Den
     DataType dt = in.dtype();
     OpDesc d{CommType::REDUCE, 0, n, n, dt, root};
     d.reduce_op = static_cast<int>(opts.reduce_op);
-    return Run(d, in.place(), {&in, out},
+    return Run(std::move(d), in.place(), {&in, out},
                [=](CommContext* c, phi::Stream* s, TaskState*) {
                  c->Reduce(src, dst, n, dt, red, root, s);
                },
@@ -789,7 +793,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::AllGather(DenseTensor* out, const 
     void* dst = out->data();
     DataType dt = in.dtype();
     OpDesc d{CommType::ALLGATHER, 0, n, n * GetSize(), dt, -1};
-    return Run(d, in.place(), {&in, out},
+    return Run(std::move(d), in.place(), {&in, out},
                [=](CommContext* c, phi::Stream* s, TaskState*) {
                  c->AllGather(src, dst, n, dt, s);
                },
@@ -817,7 +821,7 @@ ProcessGroup::TaskPtr ProcessGroupWithStream::ReduceScatter(DenseTensor* out,
     DataType dt = in.dtype();
     OpDesc d{CommType::REDUCE_SCATTER, 0, in.numel(), n, dt, -1};
     d.reduce_op = static_cast<int>(opts.reduce_op);
-    return Run(d, in.place(), {&in, out},
+    return Run(std::move(d), in.place(), {&in, out},
                [=](CommContext* c, phi::Stream* s, TaskState*) {
                  c->ReduceScatter(src, dst, n, dt, red, s);
                },

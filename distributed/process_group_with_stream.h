@@ -163,9 +163,9 @@ class ProcessGroupWithStream : public ProcessGroup {
   // first in its destructor, while its communicator still exists.
   void ShutdownStreams();
   // "ProcessGroupGloo(gid 0, rank 1/4)": the prefix of every message about this group.
-  const std::string& Describe() const { return *DescribePtr(); }
-  // The same string, shared with tasks (built once: it is in every task and message).
-  const std::shared_ptr<const std::string>& DescribePtr() const;
+  const std::string& Describe() const;
+  // The same string, shared with jobs that may outlive the group (it is the reporter's).
+  std::shared_ptr<const std::string> DescribePtr() const;
 
  private:
   // Posts a send or receive (CommContext::PostSend/PostRecv) that ends with `done`.
@@ -176,7 +176,7 @@ class ProcessGroupWithStream : public ProcessGroup {
   // `post`, given for a send or receive: how to post it where the communicator posts
   // point-to-point ops (CPU places, not coalescing, not on the calc stream); it then runs
   // on the comm stream without blocking, and the op ends when the engine's callback says.
-  TaskPtr Run(OpDesc desc, const phi::Place& place, const TensorRefs& tensors,
+  TaskPtr Run(OpDesc&& desc, const phi::Place& place, const TensorRefs& tensors,
               CommFn fn, bool sync_op, bool use_calc_stream, PostFn post = nullptr);
   // Runs `body` (an op's checks, then Run). When the checks fail on this rank before the op
   // took a sequence number, the other ranks are told through the agreement check (they
@@ -218,7 +218,7 @@ class ProcessGroupWithStream : public ProcessGroup {
   // flag on, more than one rank.
   bool AgreesInBand(const phi::Place& place) const;
   // A task for `desc`, shown to the observers.
-  std::shared_ptr<StreamTask> NewTask(const OpDesc& desc, bool sync_op, phi::Stream* calc);
+  std::shared_ptr<StreamTask> NewTask(OpDesc&& desc, bool sync_op, phi::Stream* calc);
 
   std::shared_ptr<phi::distributed::Store> store_;
   std::atomic<std::chrono::milliseconds> timeout_;
@@ -247,17 +247,18 @@ class ProcessGroupWithStream : public ProcessGroup {
   std::shared_ptr<FlightRecorder> recorder_;
   // This group as the watchdog sees it (retired first thing in the destructor).
   std::shared_ptr<WatchTarget> watch_;
-  // What a task's timeout adds about this group (shared by every task).
-  std::shared_ptr<const TaskReporter> reporter_;
+  // This group's name and what a task's timeout adds about it (shared by every task): built
+  // at the first call of Reporter(), once the backend's name can be asked.
+  const std::shared_ptr<const TaskReporter>& Reporter() const;
+  mutable std::once_flag reporter_once_;
+  mutable std::atomic<bool> reporter_built_{false};  // reporter_ is set
+  mutable std::shared_ptr<const TaskReporter> reporter_;
   // FLAGS_collective_check=store: the store-based fingerprint check (names missing ranks).
   std::shared_ptr<CollectiveFingerprintChecker> checker_;
   // What sees every op (op_observer.h): the flight recorder, the comm timeline, the checker.
   // Fixed at construction.
   std::vector<std::shared_ptr<OpObserver>> observers_;
   bool checks_before_issue_ = false;  // some observer's BeforeIssue does something
-  mutable std::once_flag describe_once_;
-  mutable std::atomic<bool> describe_built_{false};  // describe_ is set (DescribePtr)
-  mutable std::shared_ptr<const std::string> describe_;  // shared: tasks may outlive the group
 };
 
 }  // namespace distributed

@@ -17,33 +17,31 @@ namespace distributed {
 
 std::string ProgressKey(int rank) { return "wd/" + std::to_string(rank); }
 
-bool Pending(const FlightRecorder::Entry& e) {
-  TaskStatus s = e.state->status.load();
-  return (s == TaskStatus::kIssued || s == TaskStatus::kStarted) && !e.state->aborted.load();
+bool Pending(const TaskState& op) {
+  TaskStatus s = op.status.load();
+  return (s == TaskStatus::kIssued || s == TaskStatus::kStarted) && !op.aborted.load();
 }
 
-bool Stuck(const FlightRecorder::Entry& e) {
-  return Pending(e) || e.state->status.load() == TaskStatus::kFailed;
-}
+bool Stuck(const TaskState& op) { return Pending(op) || op.status.load() == TaskStatus::kFailed; }
 
 Progress LocalProgress(const std::vector<FlightRecorder::Entry>& entries,
-                       const FlightRecorder::Entry** oldest) {
+                       TaskState** oldest) {
   Progress p;
   p.present = true;
   p.wall_ms = WallMs();
-  const FlightRecorder::Entry* first_stuck = nullptr;
+  TaskState* first_stuck = nullptr;
   for (const auto& e : entries) {
-    p.issued = std::max<int64_t>(p.issued, e.desc.seq);
-    if (Stuck(e)) {
-      if (!first_stuck) first_stuck = &e;
-    } else if (e.state->status.load() == TaskStatus::kCompleted && !e.desc.is_p2p()) {
-      p.completed = std::max<int64_t>(p.completed, e.desc.seq);
+    p.issued = std::max<int64_t>(p.issued, e->desc.seq);
+    if (Stuck(*e)) {
+      if (!first_stuck) first_stuck = e.get();
+    } else if (e->status.load() == TaskStatus::kCompleted && !e->desc.is_p2p()) {
+      p.completed = std::max<int64_t>(p.completed, e->desc.seq);
     }
   }
   if (first_stuck) {
     p.pending_seq = static_cast<int64_t>(first_stuck->desc.seq);
-    p.pending = first_stuck->desc.ToString() + ", " +
-                TaskStatusName(first_stuck->state->status.load());
+    p.pending =
+        first_stuck->desc.ToString() + ", " + TaskStatusName(first_stuck->status.load());
   }
   if (oldest) *oldest = first_stuck;
   return p;

@@ -21,10 +21,10 @@ using phi::distributed::WallMs;  // the wall clock in ms (liveness.h): progress 
 std::string ProgressKey(int rank);
 
 // Still running (issued or started, not aborted).
-bool Pending(const FlightRecorder::Entry& e);
+bool Pending(const TaskState& op);
 // Not finished well: still running, or failed (a Gloo op ends itself at the timeout; if
 // nobody waits on it, nobody hears of it but the watchdog).
-bool Stuck(const FlightRecorder::Entry& e);
+bool Stuck(const TaskState& op);
 
 // One rank's published progress.
 struct Progress {
@@ -37,7 +37,7 @@ struct Progress {
 // collective seqs (a P2P op carries the last collective's), and its oldest stuck op, which is
 // returned in `oldest` when asked for.
 Progress LocalProgress(const std::vector<FlightRecorder::Entry>& entries,
-                       const FlightRecorder::Entry** oldest = nullptr);
+                       TaskState** oldest = nullptr);
 // The value published under ProgressKey, and back (present=false when malformed).
 std::string Encode(int64_t beat, const Progress& p);
 Progress Decode(const std::string& v);

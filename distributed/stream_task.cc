@@ -2,6 +2,10 @@
 
 #include <glog/logging.h>
 
+#include <time.h>
+
+#include "distributed/comm_trace.h"
+#include "phi/core/cpu_stream.h"
 #include "phi/core/errors.h"
 
 namespace paddle_like {
@@ -58,11 +62,44 @@ std::exception_ptr TaskState::error() const {
   return error_;
 }
 
+namespace {
+using Clock = std::chrono::steady_clock;
+
+// CLOCK_MONOTONIC_COARSE: the last tick's CLOCK_MONOTONIC (steady_clock's clock), read
+// without the time stamp counter.
+Clock::time_point CoarseNow() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return Clock::time_point(std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
+}
+
+int64_t CoarseResolutionUs() {
+  static const int64_t us = [] {
+    timespec res;
+    if (::clock_getres(CLOCK_MONOTONIC_COARSE, &res) != 0) return int64_t{4000};
+    return std::max<int64_t>(1, (res.tv_sec * 1000000000 + res.tv_nsec) / 1000);
+  }();
+  return us;
+}
+}  // namespace
+
+TaskState::TaskState(OpDesc&& op)
+    : desc(std::move(op)),
+      precise_times(CommTraceEnabled()),
+      issued_at(precise_times ? Clock::now() : CoarseNow()) {}
+
+std::chrono::microseconds TaskState::Age() const {
+  const auto now = precise_times ? Clock::now() : CoarseNow();
+  return std::chrono::duration_cast<std::chrono::microseconds>(now - issued_at);
+}
+
+int64_t TaskState::UsSinceIssue() const {
+  const int64_t us = Age().count();
+  return us > 0 ? us : 1;
+}
+
 void TaskState::MarkStarted() {
-  auto us = std::chrono::duration_cast<std::chrono::microseconds>(
-                std::chrono::steady_clock::now() - issued_at)
-                .count();
-  started_us.store(us > 0 ? us : 1, std::memory_order_relaxed);
+  started_us.store(UsSinceIssue(), std::memory_order_relaxed);
   status.store(TaskStatus::kStarted, std::memory_order_release);  // publishes started_us
 }
 
@@ -72,22 +109,25 @@ void TaskState::MarkStartedAtIssue() {
 }
 
 void TaskState::MarkFinished(TaskStatus s) {
-  auto us = std::chrono::duration_cast<std::chrono::microseconds>(
-                std::chrono::steady_clock::now() - issued_at)
-                .count();
-  finished_us.store(us > 0 ? us : 1, std::memory_order_relaxed);
+  finished_us.store(UsSinceIssue(), std::memory_order_relaxed);
   // Release, not seq_cst (a fence on every op): readers only need what came before it.
   status.store(s, std::memory_order_release);
 }
 
-StreamTask::StreamTask(int rank, OpDesc desc, bool sync_op,
-                       std::shared_ptr<const std::string> group_desc,
-                       phi::Stream* calc_stream, bool blocking_wait,
-                       std::chrono::milliseconds timeout,
+std::string TaskState::TookText() const {
+  const int64_t us = finished_us.load(std::memory_order_relaxed);
+  if (us <= 0) return "";
+  if (precise_times) return "in " + std::to_string(us) + " us";
+  const int64_t tick = CoarseResolutionUs();
+  const auto ms = [](int64_t v) { return std::to_string((v + 500) / 1000) + " ms"; };
+  return us < tick ? "in under " + ms(tick) : "in about " + ms(us);
+}
+
+StreamTask::StreamTask(int rank, OpDesc&& desc, bool sync_op, phi::Stream* calc_stream,
+                       bool blocking_wait, std::chrono::milliseconds timeout,
                        std::shared_ptr<const TaskReporter> reporter)
     : Task(rank, desc.type, sync_op),
-      desc_(std::move(desc)),
-      group_desc_(std::move(group_desc)),
+      state_(std::make_shared<TaskState>(std::move(desc))),
       calc_stream_(calc_stream),
       blocking_wait_(blocking_wait),
       timeout_(timeout),
@@ -96,6 +136,7 @@ StreamTask::StreamTask(int rank, OpDesc desc, bool sync_op,
 void StreamTask::Issue(std::shared_ptr<phi::Event> end_event, phi::Stream* stream,
                        const std::vector<std::shared_ptr<phi::Allocation>>& holders) {
   end_event_ = std::move(end_event);  // set once; its readers take no lock (as they never did)
+  end_ = end_event_.get();
   if (holders.empty()) return;  // a sync op run inline: nothing in use after it
   std::lock_guard<std::mutex> lk(records_mu_);
   for (const auto& h : holders) {
@@ -105,22 +146,27 @@ void StreamTask::Issue(std::shared_ptr<phi::Event> end_event, phi::Stream* strea
   if (!records_.empty()) has_records_.store(true, std::memory_order_release);
 }
 
+void StreamTask::IssueRanInline() {
+  end_ = phi::CpuEvent::Completed().get();
+  RethrowIfFailed();
+}
+
 void StreamTask::CheckIssued() const {
   PADDLE_ENFORCE_NOT_NULL(
-      end_event_, phi::errors::PreconditionNotMet(
+      end_, phi::errors::PreconditionNotMet(
                       "%s: %s was issued inside StartCoalescing(); wait for it after "
                       "EndCoalescing().",
-                      group_desc_->c_str(), desc_.ToString().c_str()));
+                      group().c_str(), desc().ToString().c_str()));
 }
 
 std::string StreamTask::ProgressReport() const {
-  return reporter_ ? reporter_->ProgressFor(desc_) : std::string();
+  return reporter_->ProgressFor(desc());
 }
 
 void StreamTask::RethrowIfFailed() const {
   if (auto e = state_->error()) {
     state_->timeout_reported.store(true);  // the caller hears of it: not the watchdog's case
-    const std::string context = *group_desc_ + ": " + desc_.ToString() + " failed";
+    const std::string context = group() + ": " + desc().ToString() + " failed";
     if (!state_->aborted.load()) {  // an abort's reason (the watchdog's report) says enough
       try {
         std::rethrow_exception(e);
@@ -136,10 +182,10 @@ void StreamTask::RethrowIfFailed() const {
 }
 
 void StreamTask::Abort(const std::string& why) {
-  if (end_event_ && end_event_->Query()) return;  // already finished
+  if (end_ && end_->Query()) return;  // already finished
   try {
-    PADDLE_THROW(phi::errors::Unavailable("%s: %s was aborted: %s", group_desc_->c_str(),
-                                          desc_.ToString().c_str(), why.c_str()));
+    PADDLE_THROW(phi::errors::Unavailable("%s: %s was aborted: %s", group().c_str(),
+                                          desc().ToString().c_str(), why.c_str()));
   } catch (...) {
     state_->SetError(std::current_exception());
   }
@@ -148,8 +194,8 @@ void StreamTask::Abort(const std::string& why) {
 
 bool StreamTask::IsCompleted() {
   if (state_->aborted.load()) return true;
-  if (!end_event_) return false;
-  if (!end_event_->Query()) return false;
+  if (!end_) return false;
+  if (!end_->Query()) return false;
   EraseOwnRecords();
   return true;
 }
@@ -158,21 +204,19 @@ void StreamTask::HostWait(std::chrono::milliseconds timeout) {
   thread_local phi::distributed::SpinPolicy spin;
   const bool spun =
       poller_ && phi::distributed::SpinServing(&spin, poller_.get(),
-                                               [this] { return end_event_->Query(); });
+                                               [this] { return end_->Query(); });
   try {
-    if (!spun) end_event_->Synchronize(timeout);
+    if (!spun) end_->Synchronize(timeout);
     if (poller_ && !spun) spin.Ended();
   } catch (const phi::TimeoutError& e) {
-    std::string msg = *group_desc_ + ": " + desc_.ToString() + " did not complete within " +
+    std::string msg = group() + ": " + desc().ToString() + " did not complete within " +
                       std::to_string(timeout.count()) + " ms (Timeout(ms)=" +
                       std::to_string(timeout.count()) + ", state " +
                       TaskStatusName(state_->status.load()) +
                       "). A rank may have died, or not called this op, or called a different "
                       "one.";
     msg += ProgressReport();
-    if (reporter_) {
-      msg += "\nLast ops of this group (flight recorder):\n" + reporter_->RecentOps();
-    }
+    msg += "\nLast ops of this group (flight recorder):\n" + reporter_->RecentOps();
     state_->timeout_reported.store(true);
     VLOG(1) << msg;  // raised: the caller reports it
     PADDLE_THROW(phi::errors::Timeout(msg));
@@ -186,10 +230,10 @@ bool StreamTask::Wait(std::chrono::milliseconds timeout) {
   if (blocking_wait_ || calc_stream_->IsHostStream()) {
     HostWait(timeout);
   } else {
-    calc_stream_->WaitEvent(*end_event_);
+    calc_stream_->WaitEvent(*end_);
   }
   RethrowIfFailed();
-  if (end_event_->Query()) EraseOwnRecords();
+  if (end_->Query()) EraseOwnRecords();
   return true;
 }
 

@@ -27,7 +27,6 @@ namespace distributed {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 std::atomic<bool> g_dump_requested{false};
 void OnSigusr1(int) { g_dump_requested.store(true); }  // lock-free atomic: signal-safe
@@ -133,7 +132,7 @@ class Watchdog {
     }
     Watched* w = &watched;
     auto entries = t.recorder_->Snapshot();
-    const FlightRecorder::Entry* oldest = nullptr;
+    TaskState* oldest = nullptr;
     const Progress mine = LocalProgress(entries, &oldest);
     try {
       t.store_->set(ProgressKey(t.rank_), Encode(++w->beat, mine));
@@ -150,19 +149,19 @@ class Watchdog {
                               << ": cannot publish progress: " << e.what();
     }
     if (!oldest) return;
-    auto age = Clock::now() - oldest->state->issued_at;
+    auto age = oldest->Age();
     auto limit = t.timeout_.load() + std::chrono::milliseconds(FLAGS_comm_watchdog_interval_ms);
     const std::pair<uint64_t, uint64_t> id{oldest->desc.seq, oldest->desc.p2p_seq};
-    if (age < limit || oldest->state->timeout_reported.load() || oldest->state->aborted.load() ||
+    if (age < limit || oldest->timeout_reported.load() || oldest->aborted.load() ||
         w->reported.count(id)) {
       return;
     }
     w->reported.insert(id);
-    oldest->state->timeout_reported.store(true);
+    oldest->timeout_reported.store(true);
     Act(t, *oldest, Report(t, *oldest));
   }
 
-  std::string Report(WatchTarget& t, const FlightRecorder::Entry& stuck) {
+  std::string Report(WatchTarget& t, const TaskState& stuck) {
     return "Watchdog: " + t.describe_ + ": " + stuck.desc.ToString() +
            " has not finished well after " + std::to_string(t.timeout_.load().count()) +
            " ms (the group's timeout), and nobody waited for it." +
@@ -170,7 +169,7 @@ class Watchdog {
                           std::chrono::seconds(2));
   }
 
-  void Act(WatchTarget& t, const FlightRecorder::Entry& stuck, const std::string& report) {
+  void Act(WatchTarget& t, const TaskState& stuck, const std::string& report) {
     // Held throughout: the group cannot be retired (destroyed) while we act on it, and one
     // retired since the tick began is left alone.
     std::lock_guard<std::mutex> retire_guard(t.mu_);
@@ -195,13 +194,13 @@ class Watchdog {
       // The stuck ops' outcome first: failing the communicators wakes an op blocked on them
       // at once, and its network error must not win over the report.
       for (const auto& e : t.recorder_->Snapshot()) {
-        if (!Stuck(e)) continue;
+        if (!Stuck(*e)) continue;
         try {
           PADDLE_THROW(phi::errors::Timeout("%s", report.c_str()));
         } catch (...) {
-          e.state->SetError(std::current_exception());
+          e->SetError(std::current_exception());
         }
-        e.state->aborted.store(true);
+        e->aborted.store(true);
       }
       if (t.fail_) t.fail_(report);
       return;
