@@ -46,8 +46,9 @@ using namespace engine;  // NOLINT: the engine's own checks
 
 // ------------------------------------------------------------------ group basics
 namespace {
-// What a task's timeout says about its group: the flight recorder's last ops, and the ranks
-// that have not issued the op, from the progress they publish on the watchdog's tick.
+// What a task says about its group: its name, and on a timeout the flight recorder's last
+// ops and the ranks that have not issued the op, from the progress they publish on the
+// watchdog's tick.
 class GroupReporter : public TaskReporter {
  public:
   GroupReporter(std::string group, std::shared_ptr<FlightRecorder> recorder,
