@@ -18,8 +18,10 @@ bool InCpuStreamJob() { return tls_stream_job_depth > 0; }
 
 // ------------------------------------------------------------------ CpuEvent
 const std::shared_ptr<Event>& CpuEvent::Completed() {
-  static const std::shared_ptr<Event> done = std::make_shared<CpuEvent>();
-  return done;
+  // Never destroyed: a task that ran inline points at it without holding it, and may be
+  // waited on while statics are being torn down.
+  static const auto* done = new std::shared_ptr<Event>(std::make_shared<CpuEvent>());
+  return *done;
 }
 
 void CpuEvent::Record(Stream* stream) {
