@@ -162,7 +162,9 @@ class CommTraceObserver : public OpObserver {
  public:
   CommTraceObserver(int gid, int rank) : gid_(gid), rank_(rank) {}
   void OnIssue(const std::shared_ptr<TaskState>& state) override {
-    if (!CommTraceEnabled()) return;
+    // The state decided at its issue whether the op is traced: a traced op is one with
+    // precise times (stream_task.h), and only those are kept.
+    if (!state->precise_times) return;
     const OpDesc& desc = state->desc;
     Tracer::Get().AddTask(state, gid_, rank_,
                           desc.numel_in * static_cast<int64_t>(phi::SizeOf(desc.dtype)));

@@ -86,11 +86,12 @@ int64_t CoarseResolutionUs() {
 TaskState::TaskState(OpDesc&& op)
     : desc(std::move(op)),
       precise_times(CommTraceEnabled()),
-      issued_at(precise_times ? Clock::now() : CoarseNow()) {}
+      issued_at(Now()) {}  // (declared after precise_times: Now() may read it)
+
+Clock::time_point TaskState::Now() const { return precise_times ? Clock::now() : CoarseNow(); }
 
 std::chrono::microseconds TaskState::Age() const {
-  const auto now = precise_times ? Clock::now() : CoarseNow();
-  return std::chrono::duration_cast<std::chrono::microseconds>(now - issued_at);
+  return std::chrono::duration_cast<std::chrono::microseconds>(Now() - issued_at);
 }
 
 int64_t TaskState::UsSinceIssue() const {

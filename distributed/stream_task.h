@@ -102,6 +102,8 @@ struct TaskState {
   std::chrono::microseconds Age() const;
 
  private:
+  // The op's clock: steady_clock's with precise_times, else the coarse one.
+  std::chrono::steady_clock::time_point Now() const;
   // Age() in microseconds, at least 1 (0 means "not yet" in started_us and finished_us).
   int64_t UsSinceIssue() const;
   mutable std::mutex mu_;

@@ -27,7 +27,6 @@ namespace distributed {
 
 namespace {
 
-
 std::atomic<bool> g_dump_requested{false};
 void OnSigusr1(int) { g_dump_requested.store(true); }  // lock-free atomic: signal-safe
 

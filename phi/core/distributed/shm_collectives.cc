@@ -69,7 +69,7 @@ constexpr size_t kStreamingPieceBytes = size_t{256} << 10;
 size_t ShmGroup::ReducePieceBytes(size_t bytes) const {
   constexpr size_t kCachedOpBytes = size_t{8} << 20;
   if (bytes * static_cast<size_t>(size_) <= kCachedOpBytes) return slot_bytes_;
-  return std::min(slot_bytes_, kStreamingPieceBytes);
+  return CopyPieceBytes();  // the streaming piece
 }
 
 // A collective that only copies (broadcast, all-gather, gather) moves 256 KiB pieces at any
